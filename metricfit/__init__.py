@@ -1,0 +1,14 @@
+"""metricfit: similarity metric learning from pairs for identity verification.
+
+Linear metric learners with hand-derived gradients (TSML, CSML), within-class and whitening
+transformers (WCCN, WPCA), verification metrics and protocols, all scikit-learn compatible.
+Kernels are compiled by numba on first use, never at import.
+"""
+
+__version__ = "0.1.0"
+
+from . import metrics, pairs  # noqa: E402
+from .learners import CSML, TSML  # noqa: E402
+from .whitening import WCCN, WPCA  # noqa: E402
+
+__all__ = ["TSML", "CSML", "WCCN", "WPCA", "metrics", "pairs", "__version__"]

@@ -1,0 +1,110 @@
+"""Declarative parameter validation (a small public-API-only stand-in for scikit-learn's
+private ``_param_validation``, which breaks on upgrade).
+
+An estimator declares ``_parameter_constraints = {"lam": [Interval(Real, 0, None)], ...}`` and
+calls ``validate_params(self)`` at the start of ``fit``. Each constraint is an ``Interval``, a
+``StrOptions``, a type, ``"boolean"``, ``"array-like"``, ``"random_state"``, ``callable`` or
+``None``; a value is valid when it satisfies any constraint of its list.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+
+__all__ = ["Interval", "StrOptions", "validate_params"]
+
+
+class Interval:
+    """Numbers of ``kind`` (``Integral`` or ``Real``) in [left, right] (None = unbounded).
+
+    ``closed`` is 'both', 'left', 'right' or 'neither'.
+    """
+
+    def __init__(self, kind, left, right, closed="both"):
+        self.kind, self.left, self.right, self.closed = kind, left, right, closed
+
+    def is_satisfied_by(self, value):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
+            return False
+        if isinstance(value, float) and np.isnan(value):
+            return False
+        left_ok = self.left is None or (
+            value >= self.left if self.closed in ("both", "left") else value > self.left
+        )
+        right_ok = self.right is None or (
+            value <= self.right if self.closed in ("both", "right") else value < self.right
+        )
+        return left_ok and right_ok
+
+    def __str__(self):
+        kind = "an int" if self.kind is Integral else "a float"
+        lb = "[" if self.closed in ("both", "left") else "("
+        rb = "]" if self.closed in ("both", "right") else ")"
+        left = "-inf" if self.left is None else self.left
+        right = "inf" if self.right is None else self.right
+        return f"{kind} in the range {lb}{left}, {right}{rb}"
+
+
+class StrOptions:
+    """One of a fixed set of strings."""
+
+    def __init__(self, options):
+        self.options = set(options)
+
+    def is_satisfied_by(self, value):
+        return isinstance(value, str) and value in self.options
+
+    def __str__(self):
+        return "a str among " + ", ".join(repr(o) for o in sorted(self.options))
+
+
+def _is_satisfied(constraint, value):
+    if constraint is None:
+        return value is None
+    if constraint == "boolean":
+        return isinstance(value, (bool, np.bool_))
+    if constraint == "array-like":
+        return hasattr(value, "__array__") or isinstance(value, (list, tuple))
+    if constraint is callable:
+        return callable(value)
+    if constraint == "random_state":
+        if isinstance(value, (bool, np.bool_)):
+            return False
+        return value is None or isinstance(
+            value, (Integral, np.random.RandomState, np.random.Generator)
+        )
+    if isinstance(constraint, type):
+        return isinstance(value, constraint)
+    return constraint.is_satisfied_by(value)
+
+
+def _describe(constraint):
+    if constraint is None:
+        return "None"
+    if constraint is callable:
+        return "a callable"
+    if constraint == "random_state":
+        return "None, an int, a RandomState or a Generator"
+    if isinstance(constraint, type):
+        return f"an instance of {constraint.__name__}"
+    return str(constraint)
+
+
+def validate_params(estimator):
+    """Check every parameter of ``estimator`` against its ``_parameter_constraints``.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, the value given and what it accepts.
+    """
+    params = estimator.get_params(deep=False)
+    for name, constraints in estimator._parameter_constraints.items():
+        value = params[name]
+        if any(_is_satisfied(c, value) for c in constraints):
+            continue
+        accepted = " or ".join(_describe(c) for c in constraints)
+        raise ValueError(
+            f"The {name!r} parameter of {type(estimator).__name__} must be {accepted}. "
+            f"Got {value!r} instead."
+        )

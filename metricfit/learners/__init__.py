@@ -1,0 +1,6 @@
+"""The scikit-learn pair learners: one shared base, one short module per learner."""
+
+from .csml import CSML
+from .tsml import TSML
+
+__all__ = ["TSML", "CSML"]

@@ -1,0 +1,142 @@
+"""What every linear pair loss shares: input checks, the chunked composition of a loss on
+embeddings with the linear map ``a = A x``, the regulariser and the prepared-objective protocol.
+
+The generic composition (the "truth" path)
+-----------------------------------------
+For ``a_i = A x_i``, ``b_i = A y_i`` and a pair loss ``J_i(a_i, b_i, s_i)``,
+
+    J(A)  = 1/n sum_i J_i + lam/2 ||A - A0||_F^2
+    dJ/dA = 1/n sum_i [ (dJ_i/da_i) x_i^T + (dJ_i/db_i) y_i^T ] + lam (A - A0)
+
+which is four GEMMs over the pairs: ``P1 = X1 A^T``, ``P2 = X2 A^T`` (forward) and
+``D1^T X1 + D2^T X2`` (backward), with a fused numba kernel in between that turns the
+embeddings P1, P2 into the per-pair gradients D1, D2 in place and returns sum_i J_i.
+Pairs go through in chunks, so temporaries are O(chunk_size * k + k * d) whatever n is.
+"""
+
+import numpy as np
+
+from ..pairs import check_pair_labels
+
+CHUNK_SIZE = 8192
+
+
+def _float_dtype(*arrays):
+    dtype = np.result_type(*arrays)
+    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
+
+
+def check_pair_data(X1, X2, s):
+    """Validate the data of a linear pair loss; return C-contiguous X1, X2 and s (same dtype).
+
+    X1, X2 : (n, d) arrays of the first and second vector of each pair; s : (n,) labels in
+    {-1, +1} (or {0, 1}, 1 = similar). Float32 is kept; anything else becomes float64.
+    """
+    X1, X2 = np.asarray(X1), np.asarray(X2)
+    if X1.ndim != 2 or X1.shape != X2.shape:
+        raise ValueError(
+            f"X1 and X2 must be 2-D arrays of the same shape (n_pairs, n_features), got "
+            f"{X1.shape} and {X2.shape}."
+        )
+    if X1.shape[0] == 0:
+        raise ValueError("no pairs given (n_pairs = 0).")
+    dtype = _float_dtype(X1, X2)
+    X1 = np.ascontiguousarray(X1, dtype=dtype)
+    X2 = np.ascontiguousarray(X2, dtype=dtype)
+    if not (np.isfinite(X1).all() and np.isfinite(X2).all()):
+        raise ValueError("X1 or X2 contains NaN or infinity.")
+    s = check_pair_labels(s, X1.shape[0], require_both=False).astype(dtype)
+    return X1, X2, s
+
+
+def check_components(A, n_features, dtype, A0=None):
+    """Return A (k, d) and A0 (zeros when None) as C-contiguous arrays of the data dtype."""
+    A = np.asarray(A)
+    if A.ndim != 2 or A.shape[1] != n_features:
+        raise ValueError(f"A must have shape (k, {n_features}), got {A.shape}.")
+    A = np.ascontiguousarray(A, dtype=dtype)
+    if A0 is None:
+        return A, np.zeros_like(A)
+    A0 = np.asarray(A0)
+    if A0.shape != A.shape:
+        raise ValueError(f"A0 must have the shape of A {A.shape}, got {A0.shape}.")
+    return A, np.ascontiguousarray(A0, dtype=dtype)
+
+
+def add_regulariser(J, G, A, A0, lam):
+    """J + lam/2 ||A - A0||^2 and G + lam (A - A0) (G updated in place)."""
+    if lam == 0:
+        return J, G
+    diff = A - A0  # (k, d)
+    G += lam * diff
+    return J + 0.5 * lam * float(np.vdot(diff, diff)), G
+
+
+def composed_cost_grad(embedding_kernel, A, X1, X2, s, chunk_size=CHUNK_SIZE):
+    """sum_i J_i and sum_i dJ_i/dA through the linear map, chunk by chunk (no regulariser).
+
+    ``embedding_kernel(P1, P2, s)`` overwrites the embeddings P1, P2 (chunk, k) with dJ_i/da_i
+    and dJ_i/db_i and returns sum_i J_i.
+    """
+    total = 0.0
+    G = np.zeros_like(A)  # (k, d)
+    for start in range(0, X1.shape[0], chunk_size):
+        x1 = X1[start:start + chunk_size]  # (m, d)
+        x2 = X2[start:start + chunk_size]  # (m, d)
+        P1 = x1 @ A.T  # (m, k)
+        P2 = x2 @ A.T  # (m, k)
+        total += embedding_kernel(P1, P2, s[start:start + chunk_size])
+        G += P1.T @ x1
+        G += P2.T @ x2
+    return total, G
+
+
+def embedding_cost_grad(embedding_kernel, a, b, s):
+    """The mean pair loss on embeddings and its gradients (J, dJ/da, dJ/db), without mapping.
+
+    This is the entry point for non-linear mappings: they back-propagate dJ/da and dJ/db.
+    """
+    a, b, s = check_pair_data(a, b, s)
+    Ga, Gb = a.copy(), b.copy()
+    n = a.shape[0]
+    J = embedding_kernel(Ga, Gb, s) / n
+    Ga /= n
+    Gb /= n
+    return a.dtype.type(J), Ga, Gb
+
+
+class PreparedObjective:
+    """``f(A) -> (J, G)`` over a fixed data set, for the optimizers.
+
+    Subclasses prepare their data once in ``__init__`` and implement ``_data_cost_grad(A)``,
+    returning sum_i J_i and sum_i dJ_i/dA. ``A`` may be given as (k, d) or flat (k * d,), the
+    layout scipy's ``minimize(jac=True)`` uses; G comes back in the layout of A. J and G have
+    the data dtype.
+    """
+
+    def __init__(self, n_pairs, n_features, dtype, lam, A0):
+        self.n_pairs, self.n_features, self.dtype = n_pairs, n_features, np.dtype(dtype)
+        self.lam = float(lam)
+        if lam < 0:
+            raise ValueError(f"lam must be >= 0, got {lam}.")
+        self.A0 = None if A0 is None else np.ascontiguousarray(A0, dtype=self.dtype)
+        if self.A0 is not None and (self.A0.ndim != 2 or self.A0.shape[1] != n_features):
+            raise ValueError(f"A0 must have shape (k, {n_features}), got {np.shape(A0)}.")
+
+    def __call__(self, A):
+        A = np.asarray(A)
+        flat = A.ndim == 1
+        if flat:
+            if A.size % self.n_features:
+                raise ValueError(f"A has {A.size} entries, not a multiple of {self.n_features}.")
+            A = A.reshape(-1, self.n_features)
+        A, A0 = check_components(A, self.n_features, self.dtype, self.A0)
+        total, G = self._data_cost_grad(A)
+        G /= self.n_pairs
+        J, G = add_regulariser(total / self.n_pairs + self._offset, G, A, A0, self.lam)
+        return self.dtype.type(J), (G.ravel() if flat else G)
+
+    _offset = 0.0
+
+    def _data_cost_grad(self, A):
+        raise NotImplementedError

@@ -1,0 +1,22 @@
+"""Optimizers over any ``f(x) -> (J, G)`` callable on a flat parameter vector.
+
+``minimize(fun, x0, solver=...)`` dispatches by name; every solver returns a
+``scipy.optimize.OptimizeResult`` (``x``, ``fun``, ``nit``, ``nfev``, ``success``, ``status``,
+``message``). 'lbfgs' is scipy's L-BFGS-B; stochastic solvers ('sgd') plug in here.
+"""
+
+from .lbfgs import minimize_lbfgs
+
+SOLVERS = {"lbfgs": minimize_lbfgs}
+
+
+def minimize(fun, x0, solver="lbfgs", **options):
+    """Minimise ``fun(x) -> (J, G)`` from ``x0`` with the named solver."""
+    try:
+        run = SOLVERS[solver]
+    except KeyError:
+        raise ValueError(f"unknown solver {solver!r}; choose from {sorted(SOLVERS)}.") from None
+    return run(fun, x0, **options)
+
+
+__all__ = ["minimize", "minimize_lbfgs", "SOLVERS"]

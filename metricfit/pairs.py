@@ -1,0 +1,207 @@
+"""The pair data model: one validator for pairs, points and pair labels, shared by every learner.
+
+Conventions
+-----------
+pairs : ndarray of shape (n_pairs, 2, n_features)
+    ``pairs[i, 0]`` and ``pairs[i, 1]`` are the two vectors ``x_i`` and ``y_i`` of pair i.
+y : ndarray of shape (n_pairs,)
+    The pair labels. The toolkit's coding is ``s_i = +1`` for a similar pair (same identity)
+    and ``s_i = -1`` for a dissimilar one. Also accepted: ``{0, 1}`` and booleans, with
+    1 / True = similar (the coding of the LFW protocol files). Anything else is an error.
+    Learners always predict in the {-1, +1} coding.
+"""
+
+import numpy as np
+
+__all__ = [
+    "check_pairs",
+    "check_points",
+    "check_pair_labels",
+    "sample_pairs",
+]
+
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def _as_float_array(X, what, dtype=None):
+    try:
+        X = np.asarray(X)
+    except Exception as exc:  # ragged nested lists, objects that refuse conversion
+        raise ValueError(f"{what} could not be converted to a numeric array: {exc}") from exc
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"{what} must be numeric, got an array of dtype {X.dtype}.")
+    if dtype is not None:
+        target = dtype
+    else:
+        target = X.dtype if X.dtype in FLOAT_DTYPES else np.float64
+    return np.ascontiguousarray(X, dtype=target)
+
+
+def _check_finite(X, what):
+    if not np.isfinite(X).all():
+        kind = "NaN" if np.isnan(X).any() else "infinity"
+        raise ValueError(f"{what} contains {kind}: remove or impute non-finite values first.")
+
+
+def _check_nonzero_rows(X2d, what):
+    zero = ~np.any(X2d != 0, axis=1)
+    if zero.any():
+        rows = np.flatnonzero(zero)
+        raise ValueError(
+            f"{what} contains {rows.size} all-zero vector(s) (first at flat index {rows[0]}): "
+            "the cosine similarity of a zero vector is undefined."
+        )
+
+
+def check_pairs(pairs, *, n_features=None, dtype=None, reject_zero=False, what="pairs"):
+    """Validate pairs of vectors and return them as a C-contiguous float array.
+
+    Parameters
+    ----------
+    pairs : array-like of shape (n_pairs, 2, n_features)
+    n_features : int, default=None
+        If given, the expected number of features (the fitted ``n_features_in_``).
+    dtype : {np.float64, np.float32}, default=None
+        Target dtype; None keeps float32/float64 and turns other numbers into float64.
+    reject_zero : bool, default=False
+        Raise on all-zero vectors (for scores built on the cosine).
+
+    Returns
+    -------
+    pairs : ndarray of shape (n_pairs, 2, n_features), float32 or float64
+
+    Raises
+    ------
+    ValueError
+        On a wrong number of dimensions, a pair axis of length other than 2, no pairs,
+        NaN/inf, a feature-count mismatch or (with ``reject_zero``) zero vectors.
+    """
+    pairs = _as_float_array(pairs, what, dtype)
+    if pairs.ndim != 3:
+        raise ValueError(
+            f"{what} must be a 3-D array of shape (n_pairs, 2, n_features), got an array with "
+            f"{pairs.ndim} dimension(s) of shape {pairs.shape}."
+        )
+    if pairs.shape[1] != 2:
+        hint = ""
+        if pairs.shape[2] == 2:
+            hint = " It looks transposed: use np.swapaxes(pairs, 1, 2)."
+        raise ValueError(
+            f"{what} must have the pair axis (of length 2) at axis 1, got shape "
+            f"{pairs.shape}.{hint}"
+        )
+    if pairs.shape[0] == 0 or pairs.shape[2] == 0:
+        raise ValueError(f"{what} is empty: got shape {pairs.shape}.")
+    if n_features is not None and pairs.shape[2] != n_features:
+        raise ValueError(
+            f"{what} has {pairs.shape[2]} features, but the estimator was fitted with "
+            f"{n_features} features."
+        )
+    _check_finite(pairs, what)
+    if reject_zero:
+        _check_nonzero_rows(pairs.reshape(-1, pairs.shape[2]), what)
+    return pairs
+
+
+def check_points(X, *, n_features=None, dtype=None, reject_zero=False, what="X"):
+    """Validate points (n_samples, n_features); the 2-D twin of :func:`check_pairs`."""
+    X = _as_float_array(X, what, dtype)
+    if X.ndim != 2:
+        raise ValueError(
+            f"{what} must be a 2-D array of shape (n_samples, n_features), got an array with "
+            f"{X.ndim} dimension(s) of shape {X.shape}."
+        )
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{what} is empty: got shape {X.shape}.")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(
+            f"{what} has {X.shape[1]} features, but the estimator was fitted with "
+            f"{n_features} features."
+        )
+    _check_finite(X, what)
+    if reject_zero:
+        _check_nonzero_rows(X, what)
+    return X
+
+
+def check_pair_labels(y, n_pairs, *, require_both=True):
+    """Map pair labels to the toolkit's coding ``s in {-1, +1}`` (int8).
+
+    Accepted codings: {-1, +1}; {0, 1} and booleans with 1 = similar. A label set mixing
+    codings (e.g. {-1, 0, 1}) or any other value is an error.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_pairs,)
+    n_pairs : int
+        The number of pairs the labels must match.
+    require_both : bool, default=True
+        Raise unless both similar and dissimilar pairs are present.
+
+    Returns
+    -------
+    s : ndarray of shape (n_pairs,), int8, values in {-1, +1}
+    """
+    if y is None:
+        raise ValueError("pair labels y are required (+1 similar, -1 dissimilar).")
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D of shape (n_pairs,), got shape {y.shape}.")
+    if y.shape[0] != n_pairs:
+        raise ValueError(f"y has {y.shape[0]} labels for {n_pairs} pairs.")
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"y must hold numeric or boolean labels, got dtype {y.dtype}.")
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinity.")
+    values = set(np.unique(y).tolist())
+    if values <= {-1, 1}:
+        s = np.where(y == 1, 1, -1).astype(np.int8)
+    elif values <= {0, 1}:
+        s = np.where(y == 1, 1, -1).astype(np.int8)
+    else:
+        raise ValueError(
+            f"pair labels must be in {{-1, +1}} (or {{0, 1}} with 1 = similar), got values "
+            f"{sorted(values)}."
+        )
+    if require_both and np.unique(s).size < 2:
+        kind = "similar" if s[0] == 1 else "dissimilar"
+        raise ValueError(
+            f"y has a single class (only {kind} pairs): both similar (+1) and dissimilar (-1) "
+            "pairs are needed."
+        )
+    return s
+
+
+def sample_pairs(labels, n_similar, n_dissimilar, random_state=None):
+    """Draw pairs of sample indices from class labels, without repeating a pair.
+
+    Parameters
+    ----------
+    labels : array-like of shape (n_samples,)
+        Class (identity) label of each sample.
+    n_similar, n_dissimilar : int
+        How many pairs of each kind to draw; capped at the number that exist.
+    random_state : int, RandomState or None
+
+    Returns
+    -------
+    index_pairs : ndarray of shape (n_pairs, 2), int64
+        Row indices into the samples; similar pairs first.
+    y : ndarray of shape (n_pairs,), int8 in {-1, +1}
+    """
+    from sklearn.utils import check_random_state
+
+    labels = np.asarray(labels)
+    rng = check_random_state(random_state)
+    n = labels.shape[0]
+    i, j = np.triu_indices(n, k=1)
+    same = labels[i] == labels[j]
+    chosen = []
+    for mask, count in ((same, n_similar), (~same, n_dissimilar)):
+        candidates = np.flatnonzero(mask)
+        take = rng.choice(candidates, size=min(count, candidates.size), replace=False)
+        chosen.append(np.sort(take))
+    sim, dis = chosen
+    index_pairs = np.concatenate([np.stack([i[sim], j[sim]], 1), np.stack([i[dis], j[dis]], 1)])
+    y = np.concatenate([np.ones(sim.size, np.int8), -np.ones(dis.size, np.int8)])
+    return index_pairs.astype(np.int64), y
