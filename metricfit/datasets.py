@@ -1,0 +1,387 @@
+"""Face data sets (LFW, AT&T/ORL, Yale) and parsers for the official LFW protocol files.
+
+The data live outside the repository in a *data folder* holding ``lfw/``, ``att_faces/`` and
+``yale_faces/``, found by :func:`get_data_home`. The parsers read the formats of LFW's own
+``README.txt`` (sections 3a, 3c, 3d); malformed files raise ``ValueError`` naming file and line.
+"""
+
+import os
+from dataclasses import dataclass
+from numbers import Integral
+from pathlib import Path
+
+import numpy as np
+from sklearn.utils import Bunch
+
+__all__ = [
+    "LFWPairs", "get_data_home", "read_lfw_pairs", "read_lfw_people", "lfw_pairs_to_indices",
+    "load_lfw", "load_att_faces", "load_yale_faces", "lfw_view2_pairs",
+]
+
+ENV_VAR = "METRICFIT_DATA"
+LFW_NPZ = Path("lfw", "lfw_deepfunneled_gray_62x47.npz")
+
+
+def get_data_home(data_home=None):
+    """Return the data folder, the one holding ``lfw/``, ``att_faces/`` and ``yale_faces/``.
+
+    Parameters
+    ----------
+    data_home : str or path-like, default=None
+        Explicit folder. If None: ``$METRICFIT_DATA`` when set and non-empty, else
+        ``<repo root>/../shared/data``, the repo root being the parent of the package directory.
+
+    Returns
+    -------
+    path : pathlib.Path
+        The folder (its existence is not checked).
+    """
+    if data_home is None:
+        default = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+        data_home = os.environ.get(ENV_VAR) or default
+    return Path(data_home).expanduser()
+
+
+@dataclass(frozen=True)
+class LFWPairs:
+    """Pairs parsed from an LFW pair file, in file order.
+
+    Attributes
+    ----------
+    name1, name2 : ndarray of str, shape (n_pairs,)
+        Person names (equal for matched pairs).
+    number1, number2 : ndarray of int64, shape (n_pairs,)
+        1-based image numbers (the ``NNNN`` of ``<Name>_NNNN.jpg``).
+    label : ndarray of int8, shape (n_pairs,)
+        1 = same person (matched), 0 = different (mismatched).
+    fold : ndarray of int8, shape (n_pairs,)
+        Fold 0..n_folds-1.
+    n_folds, n_per_class : int
+        Header values: folds, and matched (= mismatched) pairs per fold.
+    """
+
+    name1: np.ndarray
+    number1: np.ndarray
+    name2: np.ndarray
+    number2: np.ndarray
+    label: np.ndarray
+    fold: np.ndarray
+    n_folds: int
+    n_per_class: int
+
+    def __len__(self):
+        return len(self.label)
+
+
+def _error(path, lineno, message):
+    return ValueError(f"{path}, line {lineno}: {message}")
+
+
+def _read_records(path):
+    """Non-blank lines of ``path`` as (1-based line number, whitespace-split fields)."""
+    path = Path(path)
+    with open(path, encoding="utf-8") as f:
+        records = [(i, line.split()) for i, line in enumerate(f, start=1) if line.strip()]
+    if not records:
+        raise ValueError(f"{path}, line 1: the file is empty")
+    return path, records
+
+
+def _ints(path, lineno, fields, minimum):
+    """``fields`` as ints >= ``minimum``, else ValueError naming the line."""
+    try:
+        values = [int(field) for field in fields]
+    except ValueError:
+        raise _error(path, lineno, f"expected integers, got {' '.join(fields)!r}") from None
+    if min(values) < minimum:
+        raise _error(path, lineno, f"expected integers >= {minimum}, got {' '.join(fields)!r}")
+    return values
+
+
+def _pair_record(path, lineno, fields, matched):
+    """(name1, n1, name2, n2) from a 'name n1 n2' (matched) or 'name1 n1 name2 n2' line."""
+    n_fields, form = (3, "name n1 n2") if matched else (4, "name1 n1 name2 n2")
+    if len(fields) != n_fields:
+        kind = "matched" if matched else "mismatched"
+        msg = f"a {kind} pair needs {n_fields} fields '{form}', got {len(fields)}"
+        raise _error(path, lineno, msg)
+    if matched:
+        fields = [fields[0], fields[1], fields[0], fields[2]]
+    n1, n2 = _ints(path, lineno, fields[1::2], 1)
+    return fields[0], n1, fields[2], n2
+
+
+def read_lfw_pairs(path):
+    """Parse ``pairs.txt`` (View 2) or ``pairsDevTrain.txt`` / ``pairsDevTest.txt`` (View 1).
+
+    ``pairs.txt`` starts with ``n_folds n_per_class`` (``10 300``); each fold then has
+    ``n_per_class`` matched lines ``name n1 n2`` followed by as many mismatched lines
+    ``name1 n1 name2 n2``. The View 1 files start with one count N and hold a single fold.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The pair file.
+
+    Returns
+    -------
+    pairs : LFWPairs
+        The pairs in file order.
+
+    Raises
+    ------
+    ValueError
+        Empty file, malformed header or line, or line count not matching the header.
+    """
+    path, records = _read_records(path)
+    lineno, header = records[0]
+    if len(header) not in (1, 2):
+        raise _error(path, lineno, f"header must be 'n_folds n_per_class' or 'N', got {header}")
+    n_folds, n_per_class = ([1] if len(header) == 1 else []) + _ints(path, lineno, header, 1)
+    block, body = 2 * n_per_class, records[1:]
+    if len(body) != n_folds * block:
+        msg = f"header announces {n_folds} x {block} pair lines but {len(body)} follow"
+        raise _error(path, lineno, msg)
+    rows = [_pair_record(path, i, f, k % block < n_per_class) for k, (i, f) in enumerate(body)]
+    name1, number1, name2, number2 = zip(*rows)
+    index = np.arange(len(rows))
+    return LFWPairs(
+        name1=np.array(name1, dtype=str), number1=np.array(number1, dtype=np.int64),
+        name2=np.array(name2, dtype=str), number2=np.array(number2, dtype=np.int64),
+        label=(index % block < n_per_class).astype(np.int8),
+        fold=(index // block).astype(np.int8), n_folds=n_folds, n_per_class=n_per_class,
+    )
+
+
+def _people_block(path, records, start, count_lineno, count):
+    """``count`` (name, n_images) tuples from ``records[start:]``."""
+    block = records[start : start + count]
+    if len(block) < count:
+        raise _error(path, count_lineno, f"announces {count} people but {len(block)} follow")
+    people = []
+    for lineno, fields in block:
+        if len(fields) != 2:
+            raise _error(path, lineno, f"expected 2 fields 'name n_images', got {len(fields)}")
+        people.append((fields[0], _ints(path, lineno, fields[1:], 1)[0]))
+    return people
+
+
+def _people_folds(path, records, n_folds):
+    """The folds of ``people.txt`` and the position of the first record after them."""
+    folds, pos = [], 1
+    for _ in range(n_folds):
+        if pos >= len(records):
+            raise _error(path, records[0][0], f"announces {n_folds} folds, found {len(folds)}")
+        lineno, fields = records[pos]
+        if len(fields) != 1:
+            raise _error(path, lineno, f"expected a fold's people count, got {fields}")
+        n_people = _ints(path, lineno, fields, 0)[0]
+        folds.append(_people_block(path, records, pos + 1, lineno, n_people))
+        pos += 1 + n_people
+    return folds, pos
+
+
+def read_lfw_people(path):
+    """Parse ``people.txt`` (View 2) or ``peopleDevTrain.txt`` / ``peopleDevTest.txt`` (View 1).
+
+    ``people.txt`` starts with the number of folds; each fold is a count line N and N lines
+    ``name n_images``. The View 1 files are one count N and N such lines (a single fold). The
+    formats are told apart by the second line: a lone count, or a name line.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The people file.
+
+    Returns
+    -------
+    folds : list of list of (str, int)
+        For each fold, its people as ``(name, n_images)`` in file order.
+
+    Raises
+    ------
+    ValueError
+        Empty file, malformed line, or counts not matching the lines.
+    """
+    path, records = _read_records(path)
+    lineno, header = records[0]
+    if len(header) != 1:
+        raise _error(path, lineno, f"header must be a single count, got {len(header)} fields")
+    count = _ints(path, lineno, header, 0)[0]
+    if len(records) > 1 and len(records[1][1]) == 1:  # people.txt: the header counts folds
+        folds, pos = _people_folds(path, records, count)
+    else:
+        folds, pos = [_people_block(path, records, 1, lineno, count)], 1 + count
+    if pos < len(records):
+        raise _error(path, records[pos][0], "unexpected line after the announced people")
+    return folds
+
+
+def _positions(table, query):
+    """Position in ``table`` of each element of ``query``, and whether it was found."""
+    if len(table) == 0:
+        return np.zeros(len(query), dtype=np.int64), np.zeros(len(query), dtype=bool)
+    order = np.argsort(table, kind="stable")
+    pos = np.minimum(np.searchsorted(table[order], query), len(table) - 1)
+    return order[pos], table[order][pos] == query
+
+
+def lfw_pairs_to_indices(parsed_pairs, names, person, image_number):
+    """Map the ``(name, number)`` pairs of :func:`read_lfw_pairs` to image row indices.
+
+    Parameters
+    ----------
+    parsed_pairs : LFWPairs
+        Parsed pairs.
+    names : array-like of str, shape (n_people,)
+        Person names (npz ``names``).
+    person, image_number : array-like of int, shape (n_images,)
+        Index into ``names`` and 1-based image number of each image (npz arrays).
+
+    Returns
+    -------
+    pairs_index : ndarray of int64, shape (n_pairs, 2)
+        Row indices of the two images of each pair.
+
+    Raises
+    ------
+    ValueError
+        If a name is unknown or a person has no image with the given number.
+    """
+    names = np.asarray(names, dtype=str)
+    number = np.asarray(image_number, dtype=np.int64)
+    base = int(number.max(initial=0)) + 1
+    keys = np.asarray(person, dtype=np.int64) * base + number
+    columns = []
+    for name, num in [(parsed_pairs.name1, parsed_pairs.number1),
+                      (parsed_pairs.name2, parsed_pairs.number2)]:
+        name, num = np.asarray(name, dtype=str), np.asarray(num, dtype=np.int64)
+        who, found = _positions(names, name)
+        if not found.all():
+            raise ValueError(f"unknown person name {str(name[np.argmin(found)])!r}")
+        row, found = _positions(keys, who * base + num)
+        found &= (num >= 1) & (num < base)
+        if not found.all():
+            k = np.argmin(found)
+            raise ValueError(f"unknown image number {num[k]} of person {str(name[k])!r}")
+        columns.append(row)
+    return np.stack(columns, axis=1).astype(np.int64)
+
+
+def _load_npz(relpath, data_home, keys=None):
+    """Arrays of ``<data home>/<relpath>`` as a Bunch, plus ``data_dir`` (the file's folder)."""
+    home = get_data_home(data_home)
+    path = home / relpath
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{relpath} not found: looked for {path}. Point the {ENV_VAR} environment variable "
+            "(or data_home=) at the data folder holding lfw/, att_faces/ and yale_faces/."
+        )
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {key: npz[key] for key in (npz.files if keys is None else keys)}
+    return Bunch(**arrays, data_dir=path.parent)
+
+
+def load_lfw(data_home=None):
+    """Load LFW (deep-funneled, 62x47 grayscale) and its View 1 / View 2 protocol arrays.
+
+    Parameters
+    ----------
+    data_home : str or path-like, default=None
+        Data folder; see :func:`get_data_home`.
+
+    Returns
+    -------
+    data : sklearn.utils.Bunch
+        ``images`` uint8 (13233, 62, 47); ``person`` int32 index into ``names``;
+        ``image_number`` int16 (1-based); ``names`` str (5749,), sorted; ``people_fold_view2``
+        int8 (5749,); ``people_devtrain``, ``people_devtest`` int32 person indices;
+        ``pairs_view2`` int32 (6000, 2) image indices, ``pairs_view2_label`` int8 (1 same,
+        0 different), ``pairs_view2_fold`` int8 0..9; ``pairs_devtrain`` (2200, 2) and
+        ``pairs_devtest`` (1000, 2) with their ``*_label``; ``data_dir``, the ``lfw/`` folder.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the npz file is missing; the message says where it looked.
+    """
+    return _load_npz(LFW_NPZ, data_home)
+
+
+def load_att_faces(data_home=None):
+    """Load the AT&T / ORL Database of Faces (40 subjects x 10 images).
+
+    Parameters
+    ----------
+    data_home : str or path-like, default=None
+        Data folder; see :func:`get_data_home`.
+
+    Returns
+    -------
+    data : sklearn.utils.Bunch
+        ``images`` uint8 (400, 112, 92); ``labels`` int64 (400,), subject 0..39;
+        ``image_index`` int64 (400,), file number 1..10; ``data_dir``, the ``att_faces/`` folder.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the npz file is missing; the message says where it looked.
+    """
+    return _load_npz(Path("att_faces", "att_faces.npz"), data_home)
+
+
+def load_yale_faces(data_home=None):
+    """Load the Yale Face Database (15 subjects, 164 images; subject 0 lacks 'centerlight').
+
+    Parameters
+    ----------
+    data_home : str or path-like, default=None
+        Data folder; see :func:`get_data_home`.
+
+    Returns
+    -------
+    data : sklearn.utils.Bunch
+        ``images`` uint8 (164, 243, 320); ``labels`` int64 (164,), subject 0..14;
+        ``condition`` str (164,), e.g. 'happy'; ``data_dir``, the ``yale_faces/`` folder.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the npz file is missing; the message says where it looked.
+    """
+    return _load_npz(Path("yale_faces", "yale_faces.npz"), data_home)
+
+
+def lfw_view2_pairs(data_home=None, folds=None):
+    """LFW View 2 pairs as image indices with {-1, +1} labels.
+
+    Parameters
+    ----------
+    data_home : str or path-like, default=None
+        Data folder; see :func:`get_data_home`.
+    folds : int or iterable of int, default=None
+        Folds (0..9) to keep; None keeps all 10.
+
+    Returns
+    -------
+    pairs_index : ndarray of int64, shape (n_pairs, 2)
+        Row indices into ``load_lfw().images``.
+    y : ndarray of int8, shape (n_pairs,)
+        +1 = same person, -1 = different.
+    fold : ndarray of int8, shape (n_pairs,)
+        Fold of each pair.
+    """
+    keys = ("pairs_view2", "pairs_view2_label", "pairs_view2_fold")
+    data = _load_npz(LFW_NPZ, data_home, keys)
+    keep = slice(None) if folds is None else np.isin(data.pairs_view2_fold, _check_folds(folds))
+    y = np.where(data.pairs_view2_label[keep] == 1, 1, -1).astype(np.int8)
+    return data.pairs_view2[keep].astype(np.int64), y, data.pairs_view2_fold[keep]
+
+
+def _check_folds(folds, n_folds=10):
+    """``folds`` (an int or iterable of ints in [0, n_folds)) as an int64 array."""
+    folds = [folds] if isinstance(folds, Integral) else list(folds)
+    if not all(isinstance(k, Integral) and not isinstance(k, bool) and 0 <= k < n_folds
+               for k in folds):
+        raise ValueError(f"folds must be integers in [0, {n_folds - 1}], got {folds}")
+    return np.asarray(folds, dtype=np.int64)
