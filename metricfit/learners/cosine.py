@@ -1,0 +1,45 @@
+"""The baseline: cosine similarity of the input vectors, with the pair API."""
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ..pairs import check_pair_labels, check_pairs, check_points
+from ._base import PairLearnerMixin
+
+
+class CosineSimilarity(PairLearnerMixin, BaseEstimator):
+    """Score pairs by the cosine of their vectors (seed 002 eq. 1): nothing to learn but the
+    threshold. The baseline of seed 002 Table I, and the scorer to put after a transformer
+    (``make_pipeline(WPCA(), WCCN(), CosineSimilarity())``).
+
+    Attributes
+    ----------
+    threshold_ : float
+        Calibrated for accuracy on the pairs given to ``fit``.
+    classes_ : ndarray, [-1, 1]
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.learners import CosineSimilarity
+    >>> pairs = np.array([[[1.0, 0.0], [1.0, 0.1]], [[1.0, 0.0], [-1.0, 0.2]]])
+    >>> CosineSimilarity().fit(pairs, [1, -1]).predict(pairs)
+    array([ 1, -1])
+    """
+
+    def fit(self, pairs, y):
+        """Calibrate ``threshold_`` on labelled pairs (both classes needed)."""
+        pairs = check_pairs(pairs, reject_zero=True)
+        s = check_pair_labels(y, pairs.shape[0], require_both=True)
+        self.n_features_in_ = pairs.shape[2]
+        self.classes_ = np.array([-1, 1])
+        return self.calibrate_threshold(pairs, s)
+
+    def transform(self, X):
+        """The identity on validated points (n, d) or pairs (n, 2, d)."""
+        check_is_fitted(self)
+        if np.ndim(X) == 3:
+            return check_pairs(X, n_features=self.n_features_in_)
+        return check_points(X, n_features=self.n_features_in_)

@@ -1,0 +1,324 @@
+"""Whitening transformers: whitened PCA (WPCA) and within-class covariance normalisation (WCCN).
+
+The pre-processing of the face-verification pipeline of seed 002 (section III.C-D): WPCA reduces
+descriptors to a few hundred whitened dimensions, WCCN normalises the within-class covariance
+(or initialises a metric learner). Both take points (n_samples, n_features) or pairs
+(n_pairs, 2, n_features); float32/float64 are kept (output dtype = input dtype), other numbers
+become float64. Decompositions run in float64 through LAPACK (``scipy.linalg``).
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from scipy import linalg, sparse
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import Interval, validate_params
+from .pairs import check_pair_labels, check_pairs, check_points
+
+__all__ = ["WPCA", "WCCN"]
+
+#: An eigenvalue <= _RTOL * (largest eigenvalue) counts as zero.
+_RTOL = 1e-10
+
+
+def _check_input(estimator, X, reset):
+    """Validate points (n, d) or pairs (n, 2, d) for ``estimator``; return a float array."""
+    if sparse.issparse(X):
+        raise TypeError(f"{type(estimator).__name__} does not accept sparse input: use .toarray().")
+    X = np.asarray(X)
+    if X.dtype == object:
+        X = X.astype(np.float64)  # numbers stored as objects; anything else raises TypeError
+    if X.dtype.kind == "c":
+        raise ValueError("Complex data not supported: X must hold real numbers.")
+    if X.ndim not in (2, 3):
+        raise ValueError(
+            "X must be points of shape (n_samples, n_features) or pairs of shape "
+            f"(n_pairs, 2, n_features), got an array of shape {X.shape}. Reshape your data."
+        )
+    if X.shape[0] == 0 or X.shape[-1] == 0:
+        what = "sample" if X.shape[0] == 0 else "feature"
+        raise ValueError(
+            f"Found array with 0 {what}(s) (shape={X.shape}) while a minimum of 1 is required."
+        )
+    X = check_points(X) if X.ndim == 2 else check_pairs(X, what="X (pairs)")
+    if not reset and X.shape[-1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[-1]} features, but {type(estimator).__name__} is expecting "
+            f"{estimator.n_features_in_} features as input."
+        )
+    if reset:
+        estimator.n_features_in_ = X.shape[-1]
+    return X
+
+
+def _fix_signs(V):
+    """Flip each column of ``V`` so that its largest-magnitude entry is positive."""
+    rows = np.argmax(np.abs(V), axis=0)
+    return V * np.where(V[rows, np.arange(V.shape[1])] < 0, -1.0, 1.0)
+
+
+def _whitening_rows(lam, V, lam_max, reg, advice):
+    r"""Rows :math:`\mathrm{diag}(\lambda + r)^{-1/2} V^T` of a whitening matrix.
+
+    Eigenvalues at or below ``_RTOL * lam_max`` count as zero; with ``reg == 0`` they raise
+    ``ValueError(advice)`` instead of dividing by (almost) zero.
+    """
+    lam = np.maximum(lam, 0.0)  # round-off can make a zero eigenvalue slightly negative
+    tiny = lam <= _RTOL * max(lam_max, 0.0)
+    if reg == 0 and tiny.any():
+        raise ValueError(
+            f"{int(tiny.sum())} eigenvalue(s) of the covariance are ~0 (<= {_RTOL:g} x the "
+            f"largest, {lam_max:.3g}): whitening would divide by zero. {advice}"
+        )
+    return (_fix_signs(V) / np.sqrt(lam + reg)).T
+
+
+def _project(X, components, mean=None):
+    """Map the last axis of points or pairs through ``components``, keeping X's dtype."""
+    flat = X.reshape(-1, X.shape[-1])
+    if mean is not None:
+        flat = flat - mean.astype(X.dtype, copy=False)
+    Z = flat @ components.astype(X.dtype, copy=False).T
+    return Z.reshape(X.shape[:-1] + (components.shape[0],))
+
+
+class _Whitener(TransformerMixin, BaseEstimator):
+    """Shared parameters, validation and tags of :class:`WPCA` and :class:`WCCN`."""
+
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None), None],
+        "reg": [Interval(Real, 0, None)],
+    }
+
+    def __init__(self, n_components=None, reg=0.0):
+        self.n_components = n_components
+        self.reg = reg
+
+    def _check_n_components(self, limit, what):
+        if self.n_components is not None and self.n_components > limit:
+            raise ValueError(f"n_components={self.n_components} must be <= {what}={limit}.")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.three_d_array = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+def _top_eigenpairs(Xc, k, solver="auto"):
+    """The k largest eigenpairs of the covariance ``Xc^T Xc / (n - 1)`` of centred data.
+
+    ``solver="eigh"`` (the "auto" choice when n >= d) hands the d x d covariance to
+    ``scipy.linalg.eigh`` restricted to the top k (``subset_by_index``); ``"svd"`` (when
+    n < d) takes the thin SVD ``Xc = U S V^T``, giving ``lambda = s^2 / (n - 1)``.
+    Returns eigenvalues (descending) and eigenvectors (d, k).
+    """
+    n, d = Xc.shape
+    if solver == "eigh" or (solver == "auto" and n >= d):
+        C = Xc.T @ Xc
+        C /= n - 1
+        lam, V = linalg.eigh(C, subset_by_index=[d - k, d - 1], overwrite_a=True)
+        return lam[::-1], V[:, ::-1]
+    _, s, Vt = linalg.svd(Xc, full_matrices=False, overwrite_a=True)
+    return s[:k] ** 2 / (n - 1), Vt[:k].T
+
+
+class WPCA(_Whitener):
+    r"""Whitened principal component analysis (seed 002, section III.C).
+
+    With the sample mean :math:`\mu` and covariance
+    :math:`\Sigma = \frac{1}{n-1}\sum_i (x_i-\mu)(x_i-\mu)^T = V \Lambda V^T`, the k leading
+    eigenpairs give :math:`W = (\Lambda_k + rI)^{-1/2} V_k^T` and :math:`z = W (x - \mu)`.
+    With ``reg=0`` the training data is mapped to zero mean and identity covariance, so large
+    (illumination, pose) directions no longer dominate the small discriminative ones.
+
+    Parameters
+    ----------
+    n_components : int, default=None
+        Number k of leading components kept. None keeps ``min(n_samples - 1, n_features)``,
+        the largest rank centred data can have. More than ``min(n_samples, n_features)`` is an
+        error.
+    reg : float, default=0.0
+        Added to every eigenvalue before the inverse square root. With 0, a kept eigenvalue
+        that is ~0 (<= 1e-10 x the largest) raises ``ValueError``.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,)
+    components_ : ndarray of shape (n_components_, n_features)
+        Rows :math:`v_j^T / \sqrt{\lambda_j + r}`, by decreasing variance; each row's
+        largest-magnitude entry is positive.
+    explained_variance_ : ndarray of shape (n_components_,)
+        The eigenvalues :math:`\lambda_j` (unregularised).
+    n_components_ : int
+    n_features_in_ : int
+
+    Notes
+    -----
+    ``fit`` accepts points (n, d) or pairs (n, 2, d); pairs are fitted on their 2n vectors
+    and ``y`` is ignored. With n >= d the covariance is eigendecomposed
+    (``scipy.linalg.eigh`` with ``subset_by_index``), else the centred data goes through a
+    thin SVD: both cost about O(n d min(n, d)).
+    """
+
+    def fit(self, X, y=None):
+        """Fit on points (n_samples, n_features) or pairs (n_pairs, 2, n_features).
+
+        Returns
+        -------
+        self : WPCA
+        """
+        validate_params(self)
+        X = _check_input(self, X, reset=True)
+        X = X.reshape(-1, X.shape[-1])
+        n, d = X.shape
+        if n < 2:
+            raise ValueError(f"WPCA needs at least 2 samples for a covariance, got {n} sample.")
+        self._check_n_components(min(n, d), "min(n_samples, n_features)")
+        k = self.n_components or min(n - 1, d)
+        mean = X.mean(axis=0, dtype=np.float64)
+        Xc = X.astype(np.float64)  # a fresh copy, centred in place
+        Xc -= mean
+        lam, V = _top_eigenpairs(Xc, k)
+        advice = "Lower n_components (the data has rank < n_components) or set reg > 0."
+        components = _whitening_rows(lam, V, lam[0], self.reg, advice)
+        self.mean_ = mean.astype(X.dtype)
+        self.components_ = components.astype(X.dtype)
+        self.explained_variance_ = np.maximum(lam, 0.0).astype(X.dtype)
+        self.n_components_ = k
+        return self
+
+    def transform(self, X):
+        """Whiten points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k).
+
+        Computes :math:`(X - \\mu) W^T` with the input's dtype.
+        """
+        check_is_fitted(self)
+        X = _check_input(self, X, reset=False)
+        return _project(X, self.components_, self.mean_)
+
+
+def _class_deviations(X, y):
+    r"""Rows :math:`z` with :math:`\sum z z^T` = eq. (12) for points ``X`` and class labels ``y``.
+
+    Row j of class i is :math:`(x_{ij} - \mu_i) / \sqrt{t\, m_i}`; classes with one sample are
+    dropped (they carry no within-class information) and do not count in t.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y should be a 1d array of {X.shape[0]} class labels, got {y.shape}.")
+    _, inv, counts = np.unique(y, return_inverse=True, return_counts=True)
+    keep = counts[inv] >= 2
+    if not keep.any():
+        raise ValueError(
+            "WCCN needs at least one class with 2 or more samples (singleton classes carry no "
+            f"within-class information); got {X.shape[0]} sample(s) in {counts.size} class(es)."
+        )
+    _, inv, counts = np.unique(inv[keep], return_inverse=True, return_counts=True)
+    X = X[keep]
+    order = np.argsort(inv, kind="stable")
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    means = np.add.reduceat(X[order], starts, axis=0) / counts[:, None]
+    return (X - means[inv]) / np.sqrt(counts.size * counts[inv])[:, None]
+
+
+def _pair_deviations(P, y):
+    r"""Rows :math:`(x - y) / (2\sqrt{t})` over the t similar pairs, each a 2-member class.
+
+    For a class {x, y}: :math:`\mu = (x+y)/2` and
+    :math:`\frac12[(x-\mu)(x-\mu)^T + (y-\mu)(y-\mu)^T] = (x-y)(x-y)^T/4`.
+    """
+    s = check_pair_labels(y, P.shape[0], require_both=False)
+    similar = P[s == 1]
+    if similar.shape[0] == 0:
+        raise ValueError(
+            "WCCN on pairs needs at least one similar pair (label +1 or 1): each similar pair "
+            "is a class of its own and dissimilar pairs are ignored."
+        )
+    return (similar[:, 0] - similar[:, 1]) / (2.0 * np.sqrt(similar.shape[0]))
+
+
+class WCCN(_Whitener):
+    r"""Within-class covariance normalisation (seed 002, section III.D, eq. 12-13).
+
+    The within-class covariance over the t classes (eq. 12),
+
+    .. math:: C = \frac{1}{t}\sum_{i=1}^{t} \frac{1}{m_i}\sum_{j=1}^{m_i}
+              (x_{ij}-\mu_i)(x_{ij}-\mu_i)^T = V \mathrm{diag}(\lambda) V^T,
+
+    is normalised by :math:`W = \mathrm{diag}(\lambda + r)^{-1/2} V^T`, so that
+    :math:`W^T W = C^{-1}` and :math:`W C W^T = I` (for r = 0): the within-class scatter of
+    :math:`z = W x` is isotropic with unit variance.
+
+    .. note:: Eq. 13 of seed 002 prints :math:`W = \mathrm{diag}(\lambda_1..\lambda_k) V^T`,
+       which scales by the variances instead of normalising them (:math:`W C W^T =
+       \mathrm{diag}(\lambda^3)`). This class implements the inverse square root, the
+       normalisation of Hatch & Stolcke (2006) and Barkan et al. (ICCV 2013) cited there.
+
+    Parameters
+    ----------
+    n_components : int, default=None
+        None keeps all n_features directions, as the paper does. An int k < n_features keeps
+        the k directions of *smallest* within-class variance: after WPCA the total covariance
+        is I = between + within, so along an eigenvector of C the between- to within-class
+        variance ratio is about :math:`(1 - \lambda)/\lambda`; the smallest :math:`\lambda`
+        are the most discriminative directions.
+    reg : float, default=0.0
+        Added to every eigenvalue of C. With 0, a singular C (eigenvalue <= 1e-10 x the
+        largest, e.g. fewer within-class samples than features) raises ``ValueError``.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components_, n_features)
+        :math:`W`, rows ordered by increasing within-class variance; each row's
+        largest-magnitude entry is positive.
+    eigenvalues_ : ndarray of shape (n_components_,)
+        The within-class variances :math:`\lambda` of the kept directions (increasing).
+    n_components_ : int
+    n_features_in_ : int
+
+    Notes
+    -----
+    ``fit(X, y)`` takes points (n, d) with class labels y (any hashable values); classes with
+    a single sample are ignored. ``fit(pairs, y)`` takes pairs (n, 2, d) with pair labels
+    (+1/-1 or 1/0, 1 = similar); each similar pair is a class of its own (seed 002, III.D)
+    and dissimilar pairs are ignored. ``transform`` does not centre: the downstream score is
+    the cosine :math:`\cos(Wx, Wy)`.
+    """
+
+    def fit(self, X, y=None):
+        """Fit on points with class labels, or on pairs with pair labels.
+
+        Returns
+        -------
+        self : WCCN
+        """
+        validate_params(self)
+        if y is None:
+            raise ValueError("WCCN requires y to be passed, but the target y is None.")
+        X = _check_input(self, X, reset=True)
+        d = X.shape[-1]
+        self._check_n_components(d, "n_features")
+        X64 = X.astype(np.float64)
+        Z = _class_deviations(X64, y) if X.ndim == 2 else _pair_deviations(X64, y)
+        lam, V = linalg.eigh(Z.T @ Z, overwrite_a=True, check_finite=False)  # ascending
+        k = self.n_components or d
+        advice = "Use more within-class samples (sum of m_i - 1 >= n_features), or set reg > 0."
+        components = _whitening_rows(lam[:k], V[:, :k], lam[-1], self.reg, advice)
+        self.components_ = components.astype(X.dtype)
+        self.eigenvalues_ = np.maximum(lam[:k], 0.0).astype(X.dtype)
+        self.n_components_ = k
+        return self
+
+    def transform(self, X):
+        """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k) as :math:`X W^T`."""
+        check_is_fitted(self)
+        X = _check_input(self, X, reset=False)
+        return _project(X, self.components_)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
