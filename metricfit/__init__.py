@@ -8,7 +8,7 @@ Kernels are compiled by numba on first use, never at import.
 __version__ = "0.1.0"
 
 from . import metrics, pairs  # noqa: E402
-from .learners import CSML, TSML  # noqa: E402
+from .learners import CSML, TSML, CosineSimilarity  # noqa: E402
 from .whitening import WCCN, WPCA  # noqa: E402
 
-__all__ = ["TSML", "CSML", "WCCN", "WPCA", "metrics", "pairs", "__version__"]
+__all__ = ["TSML", "CSML", "CosineSimilarity", "WCCN", "WPCA", "metrics", "pairs", "__version__"]

@@ -174,3 +174,19 @@ def test_tsml_cost_is_nonnegative(X, A, s):
 def test_csml_cost_is_a_mean_cosine(X, A, s):
     J, G = csml.cost_grad(A, X[:, 0], X[:, 1], s)
     assert -1 - 1e-12 <= J <= 1 + 1e-12 and np.isfinite(G).all()
+
+
+@pytest.mark.parametrize("name", LOSSES)
+def test_batch_is_the_objective_on_a_subset(name):
+    module, _ = LOSSES[name]
+    A, X1, X2, s, A0 = make_problem(3, 5, "mixed", n=40, seed=6)
+    f = module.objective(X1, X2, s, lam=0.4, A0=A0)
+    idx = np.array([3, 17, 17, 25, 39])
+    J, G = f.batch(A, idx)
+    J_sub, G_sub = module.objective(X1[idx], X2[idx], s[idx], lam=0.4, A0=A0)(A)
+    np.testing.assert_allclose(J, J_sub, rtol=1e-12)
+    np.testing.assert_allclose(G, G_sub, rtol=1e-10, atol=1e-13)
+    J_flat, G_flat = f.batch(A.ravel(), idx)
+    np.testing.assert_array_equal(G_flat, G.ravel())
+    np.testing.assert_array_equal(f.labels, s)
+    assert f.n_pairs == 40

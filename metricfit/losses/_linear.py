@@ -108,22 +108,43 @@ def embedding_cost_grad(embedding_kernel, a, b, s):
 class PreparedObjective:
     """``f(A) -> (J, G)`` over a fixed data set, for the optimizers.
 
-    Subclasses prepare their data once in ``__init__`` and implement ``_data_cost_grad(A)``,
+    Subclasses prepare their data once in ``__init__`` (keeping the validated ``X1``, ``X2``,
+    ``labels`` and their ``_embedding_kernel``) and implement ``_data_cost_grad(A)``,
     returning sum_i J_i and sum_i dJ_i/dA. ``A`` may be given as (k, d) or flat (k * d,), the
     layout scipy's ``minimize(jac=True)`` uses; G comes back in the layout of A. J and G have
     the data dtype.
+
+    The batch protocol (what stochastic solvers use): ``n_pairs``, ``labels`` (n_pairs,) in
+    {-1, +1}, and ``batch(A, indices) -> (J, G)``, the same objective (mean cost plus
+    regulariser) over the pairs ``indices`` only, by the generic composition.
     """
 
-    def __init__(self, n_pairs, n_features, dtype, lam, A0):
-        self.n_pairs, self.n_features, self.dtype = n_pairs, n_features, np.dtype(dtype)
+    _embedding_kernel = None
+
+    def __init__(self, X1, X2, s, lam, A0, chunk_size):
+        self.X1, self.X2, self.labels = X1, X2, s
+        self.n_pairs, self.n_features, self.dtype = X1.shape[0], X1.shape[1], X1.dtype
+        self.chunk_size = int(chunk_size)
         self.lam = float(lam)
         if lam < 0:
             raise ValueError(f"lam must be >= 0, got {lam}.")
         self.A0 = None if A0 is None else np.ascontiguousarray(A0, dtype=self.dtype)
-        if self.A0 is not None and (self.A0.ndim != 2 or self.A0.shape[1] != n_features):
-            raise ValueError(f"A0 must have shape (k, {n_features}), got {np.shape(A0)}.")
+        if self.A0 is not None and (self.A0.ndim != 2 or self.A0.shape[1] != self.n_features):
+            raise ValueError(f"A0 must have shape (k, {self.n_features}), got {np.shape(A0)}.")
 
     def __call__(self, A):
+        return self._evaluate(A, self._data_cost_grad, self.n_pairs)
+
+    def batch(self, A, indices):
+        indices = np.asarray(indices)
+
+        def data_cost_grad(A):
+            return composed_cost_grad(self._embedding_kernel, A, self.X1[indices],
+                                      self.X2[indices], self.labels[indices], self.chunk_size)
+
+        return self._evaluate(A, data_cost_grad, indices.shape[0])
+
+    def _evaluate(self, A, data_cost_grad, n_pairs):
         A = np.asarray(A)
         flat = A.ndim == 1
         if flat:
@@ -131,12 +152,11 @@ class PreparedObjective:
                 raise ValueError(f"A has {A.size} entries, not a multiple of {self.n_features}.")
             A = A.reshape(-1, self.n_features)
         A, A0 = check_components(A, self.n_features, self.dtype, self.A0)
-        total, G = self._data_cost_grad(A)
-        G /= self.n_pairs
-        J, G = add_regulariser(total / self.n_pairs + self._offset, G, A, A0, self.lam)
+        total, G = data_cost_grad(A)
+        G /= n_pairs
+        J, G = add_regulariser(total / n_pairs, G, A, A0, self.lam)
         return self.dtype.type(J), (G.ravel() if flat else G)
 
-    _offset = 0.0
-
     def _data_cost_grad(self, A):
-        raise NotImplementedError
+        return composed_cost_grad(self._embedding_kernel, A, self.X1, self.X2, self.labels,
+                                  self.chunk_size)

@@ -102,13 +102,8 @@ class CSMLObjective(PreparedObjective):
 
     def __init__(self, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
         X1, X2, s = check_pair_data(X1, X2, s)
-        super().__init__(X1.shape[0], X1.shape[1], X1.dtype, lam, A0)
-        self.X1, self.X2, self.s, self.chunk_size = X1, X2, s, int(chunk_size)
-
-    def _data_cost_grad(self, A):
-        return composed_cost_grad(
-            _embedding_grad_inplace, A, self.X1, self.X2, self.s, self.chunk_size
-        )
+        super().__init__(X1, X2, s, lam, A0, chunk_size)
+        self._embedding_kernel = _embedding_grad_inplace
 
 
 def objective(X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):

@@ -148,12 +148,10 @@ class TSMLObjective(PreparedObjective):
     Holds U (n, d) and S (d, d); temporaries are O(chunk_size * k + k * d).
     """
 
-    _offset = 1.0  # the "+1" of eq. 4, once per pair
-
     def __init__(self, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
         X1, X2, s = check_pair_data(X1, X2, s)
-        super().__init__(X1.shape[0], X1.shape[1], X1.dtype, lam, A0)
-        self.chunk_size = int(chunk_size)
+        super().__init__(X1, X2, s, lam, A0, chunk_size)
+        self._embedding_kernel = _embedding_grad_inplace
         self.U = X1 + s[:, None] * X2  # (n, d)
         self.S = np.zeros((self.n_features, self.n_features), dtype=self.dtype)  # (d, d)
         for start in range(0, self.n_pairs, self.chunk_size):
@@ -171,7 +169,7 @@ class TSMLObjective(PreparedObjective):
             C = u @ A.T  # (m, k)
             sum_norms += _normalise_rows_inplace(C)
             G -= C.T @ u
-        return half_trace - sum_norms, G
+        return half_trace - sum_norms + self.n_pairs, G  # + n: the "+1" of eq. 4 per pair
 
 
 def objective(X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
