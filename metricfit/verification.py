@@ -20,7 +20,7 @@ from .whitening import WCCN, WPCA
 
 METHODS = ("baseline", "wccn", "csml-i", "csml-wccn", "tsml-i", "tsml-wccn", "tsml-sim")
 DEFAULT_METHODS = ("baseline", "wccn", "csml-i", "tsml-i", "tsml-wccn", "tsml-sim")
-DEFAULT_LAMS = (1e-4, 1e-3, 1e-2, 1e-1)
+DEFAULT_LAMS = (1e-3, 1e-2, 1e-1, 1.0)
 
 
 def make_method(name, lam=None, max_iter=200):
