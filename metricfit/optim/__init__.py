@@ -2,12 +2,14 @@
 
 ``minimize(fun, x0, solver=...)`` dispatches by name; every solver returns a
 ``scipy.optimize.OptimizeResult`` (``x``, ``fun``, ``nit``, ``nfev``, ``success``, ``status``,
-``message``). 'lbfgs' is scipy's L-BFGS-B; stochastic solvers ('sgd') plug in here.
+``message``). 'lbfgs' is scipy's L-BFGS-B; 'sgd' is momentum SGD with balanced mini-batches
+and early stopping on a validation score (seed 004, Algorithm 1, descent sign).
 """
 
 from .lbfgs import minimize_lbfgs
+from .sgd import minimize_sgd
 
-SOLVERS = {"lbfgs": minimize_lbfgs}
+SOLVERS = {"lbfgs": minimize_lbfgs, "sgd": minimize_sgd}
 
 
 def minimize(fun, x0, solver="lbfgs", **options):
@@ -19,4 +21,4 @@ def minimize(fun, x0, solver="lbfgs", **options):
     return run(fun, x0, **options)
 
 
-__all__ = ["minimize", "minimize_lbfgs", "SOLVERS"]
+__all__ = ["minimize", "minimize_lbfgs", "minimize_sgd", "SOLVERS"]
