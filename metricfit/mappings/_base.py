@@ -1,0 +1,152 @@
+r"""What every mapping shares: the flat parameter layout, Glorot-uniform draws, tanh passes.
+
+A mapping ``f(., theta)`` turns inputs X (n, d) into embeddings Z (n, k). Its parameters live
+in one flat vector ``theta`` (what the optimizers move); the mapping names the blocks
+(``W``, ``h``, ...) and their shapes, in order, and ``unpack`` / ``pack`` convert between the
+two. Every method is a pure function of ``theta``: the mapping object holds only sizes.
+"""
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from . import _kernels
+
+__all__ = ["Mapping", "glorot_bound", "glorot_uniform", "tanh_forward", "tanh_backward"]
+
+
+def _check_size(value, name):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    return int(value)
+
+
+def _float_dtype(*arrays):
+    dtype = np.result_type(*arrays)
+    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
+
+
+def _rng(random_state):
+    """A ``RandomState`` from None / int / RandomState (sklearn's rule), or a ``Generator``."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    return check_random_state(random_state)
+
+
+def glorot_bound(n_in, n_out):
+    r"""Half-width of seed 004 eq. 13: :math:`\sqrt6 / \sqrt{n_j + n_{j+1}}`."""
+    return np.sqrt(6.0) / np.sqrt(n_in + n_out)
+
+
+def glorot_uniform(rng, n_in, n_out, shape):
+    r"""Draw from :math:`U[-\sqrt6/\sqrt{n_j + n_{j+1}}, +\sqrt6/\sqrt{n_j + n_{j+1}}]`
+    (seed 004 eq. 13, the normalised initialisation of Glorot & Bengio) in float64."""
+    bound = glorot_bound(n_in, n_out)
+    return rng.uniform(-bound, bound, size=shape)
+
+
+def tanh_forward(P, h):
+    r"""``Z = tanh(P + h)`` computed in place in the pre-activations P (n, k); returns P.
+
+    Float64: the fused numba kernel of :mod:`._kernels` (NumPy's float64 tanh is scalar on
+    AVX2 hosts); otherwise vectorised NumPy (``P += h; np.tanh(P, out=P)``).
+    """
+    if P.dtype == np.float64 and h.dtype == np.float64 and P.flags.c_contiguous:
+        _kernels.tanh_bias_inplace_f64(P, h)
+    else:
+        P += h
+        np.tanh(P, out=P)
+    return P
+
+
+def tanh_backward(Z, dZ):
+    r"""``D = dZ * (1 - Z^2)``: back through ``Z = tanh(P)``, as :math:`\tanh' = 1 - \tanh^2`
+    (seed 004, before eq. 12). One fused numba pass (same dtypes), else NumPy; a new array."""
+    dZ = np.asarray(dZ)
+    if dZ.shape != Z.shape:
+        raise ValueError(f"dZ must have the shape of the output {Z.shape}, got {dZ.shape}.")
+    if Z.dtype == dZ.dtype and Z.dtype in (np.float32, np.float64):
+        D = np.empty_like(Z)  # (n, k)
+        _kernels.tanh_grad(Z, dZ, D)
+        return D
+    return dZ * (1.0 - Z * Z)  # mixed dtypes: NumPy, in the promoted dtype
+
+
+class Mapping:
+    """Base class: sizes, the flat layout of theta, ``pack``/``unpack``/``transform``.
+
+    Subclasses set ``n_features`` and ``n_components``, define ``shapes`` (an ordered dict
+    ``name -> shape`` giving the layout of theta) and implement ``init``, ``forward`` and
+    ``backward``.
+    """
+
+    n_features = n_components = None
+
+    @property
+    def shapes(self):
+        """Ordered ``{name: shape}`` of the parameter blocks, in their order within theta."""
+        raise NotImplementedError
+
+    @property
+    def n_params(self):
+        """Length of the flat parameter vector theta."""
+        return sum(int(np.prod(shape)) for shape in self.shapes.values())
+
+    def __repr__(self):
+        sizes = ", ".join(f"{k}={v}" for k, v in self._sizes().items())
+        return f"{type(self).__name__}({sizes})"
+
+    def _sizes(self):
+        return {"n_features": self.n_features, "n_components": self.n_components}
+
+    def unpack(self, theta):
+        """Split the flat ``theta`` (n_params,) into ``{name: array}``, views into theta."""
+        theta = np.asarray(theta)
+        if theta.size != self.n_params:
+            raise ValueError(
+                f"theta has {theta.size} entries; {self!r} has n_params = {self.n_params}."
+            )
+        flat, blocks, start = theta.reshape(-1), {}, 0
+        for name, shape in self.shapes.items():
+            stop = start + int(np.prod(shape))
+            blocks[name] = flat[start:stop].reshape(shape)
+            start = stop
+        return blocks
+
+    def pack(self, **arrays):
+        """Concatenate the named blocks (shapes as in ``shapes``) into a flat theta.
+
+        The dtype is that of the blocks (float32 kept, anything else float64).
+        """
+        if set(arrays) != set(self.shapes):
+            raise ValueError(
+                f"{type(self).__name__}.pack needs exactly {list(self.shapes)}, got "
+                f"{sorted(arrays)}."
+            )
+        parts = [np.asarray(arrays[name]) for name in self.shapes]
+        for part, (name, shape) in zip(parts, self.shapes.items()):
+            if part.shape != shape:
+                raise ValueError(f"{name} must have shape {shape}, got {part.shape}.")
+        return np.concatenate([p.ravel() for p in parts]).astype(_float_dtype(*parts), copy=False)
+
+    def _check_input(self, X):
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(
+                f"X must have shape (n, {self.n_features}) for {self!r}, got {X.shape}."
+            )
+        return X
+
+    def init(self, random_state=None):
+        raise NotImplementedError
+
+    def forward(self, theta, X):
+        raise NotImplementedError
+
+    def backward(self, theta, cache, dZ):
+        raise NotImplementedError
+
+    def transform(self, theta, X):
+        """The embeddings ``Z = f(X, theta)`` (n, n_components), without the cache."""
+        return self.forward(theta, X)[0]

@@ -1,0 +1,163 @@
+r"""The siamese objective: any pair loss on embeddings composed with any mapping.
+
+Two copies of one mapping ``f(., theta)`` turn each pair into ``a_i = f(x_i)``,
+``b_i = f(y_i)``; the loss's ``embedding_cost_grad(a, b, s) -> (J, dJ/da, dJ/db)`` scores them
+and the mapping's ``backward`` carries dJ/da and dJ/db back to theta (seed 004 eqs. 8, 12):
+
+.. math::
+
+    J(\theta) = \frac1n \sum_i J_i(f(x_i), f(y_i), s_i)
+        + \frac\lambda2 \|\theta - \theta_0\|^2,
+
+    \nabla J = \frac1n \sum_i \Big[\frac{\partial f(x_i)}{\partial\theta}^T
+        \frac{\partial J_i}{\partial a_i}
+        + \frac{\partial f(y_i)}{\partial\theta}^T \frac{\partial J_i}{\partial b_i}\Big]
+        + \lambda (\theta - \theta_0).
+
+The weights are shared, so the two branches' gradients add: each chunk of pairs goes through
+``forward`` twice (``X1`` and ``X2`` rows, both contiguous, so the loss gets contiguous ``a``
+and ``b`` without copies) and ``backward`` twice, and the two ``dtheta`` are summed.
+
+The regulariser covers *every* entry of theta, biases included (weight decay towards theta0;
+seed 004 fits without one, so lam = 0 by default). For ``Linear``, theta is ``A.ravel()`` and
+the term is the losses' ``lam/2 ||A - A0||_F^2``: the generic and the fast path agree.
+"""
+
+from numbers import Integral
+
+import numpy as np
+
+from ..pairs import check_pair_labels
+
+__all__ = ["MappedObjective", "l2_normalise"]
+
+CHUNK_SIZE = 8192
+
+
+def l2_normalise(X):
+    """Scale each row (the last axis) of X to unit Euclidean length; zero rows stay zero.
+
+    The input normalisation of seed 004 section 4.1 / Algorithm 1. Rows are first divided by
+    their largest absolute entry, so neither huge nor subnormal rows overflow or underflow.
+    Float32 is kept, anything else becomes float64; X is not modified.
+    """
+    X = np.asarray(X)
+    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    X = X.astype(dtype, copy=False)
+    if X.ndim == 0 or X.size == 0:
+        return X.copy()
+    scale = np.max(np.abs(X), axis=-1, keepdims=True)
+    Y = np.divide(X, scale, out=np.zeros_like(X), where=scale > 0)
+    norms = np.linalg.norm(Y, axis=-1, keepdims=True)  # >= 1 where the row is non-zero
+    Y /= np.where(norms > 0, norms, 1)
+    return Y
+
+
+def _check_pairs(X1, X2, s, n_features):
+    X1, X2 = np.asarray(X1), np.asarray(X2)
+    if X1.ndim != 2 or X1.shape != X2.shape:
+        raise ValueError(
+            f"X1 and X2 must be 2-D arrays of the same shape (n_pairs, n_features), got "
+            f"{X1.shape} and {X2.shape}."
+        )
+    if X1.shape[0] == 0:
+        raise ValueError("no pairs given (n_pairs = 0).")
+    if X1.shape[1] != n_features:
+        raise ValueError(f"X1, X2 have {X1.shape[1]} features; the mapping takes {n_features}.")
+    dtype = np.result_type(X1, X2)
+    dtype = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    X1 = np.ascontiguousarray(X1, dtype=dtype)
+    X2 = np.ascontiguousarray(X2, dtype=dtype)
+    if not (np.isfinite(X1).all() and np.isfinite(X2).all()):
+        raise ValueError("X1 or X2 contains NaN or infinity.")
+    s = check_pair_labels(s, X1.shape[0], require_both=False).astype(dtype)
+    return X1, X2, s
+
+
+class MappedObjective:
+    """``f(theta) -> (J, G)``: mean pair loss of the mapped pairs plus ``lam/2 |theta - theta0|^2``.
+
+    Parameters
+    ----------
+    embedding_cost_grad : callable
+        ``(a, b, s) -> (J_mean, dJ/da, dJ/db)`` with the gradients of the *mean* loss over the
+        given pairs, e.g. ``metricfit.losses.tsml.embedding_cost_grad`` (bind extra
+        hyper-parameters with ``functools.partial``).
+    mapping : Mapping
+        E.g. ``Linear(d, k)``, ``Tanh(d, k)``, ``MLP(d, m, k)``.
+    X1, X2 : array-like of shape (n_pairs, n_features)
+        First and second vector of each pair. Float32 is kept, anything else becomes float64.
+    s : array-like of shape (n_pairs,)
+        +1 similar, -1 dissimilar ({0, 1} also accepted, 1 = similar).
+    lam : float, default=0.0
+        Weight decay on all parameters (weights and biases).
+    theta0 : array-like of shape (n_params,), default=None (zeros)
+    chunk_size : int, default=8192
+        Pairs per chunk: temporaries are O(chunk_size * (n_hidden + k)).
+
+    Notes
+    -----
+    ``theta`` may have any shape with ``mapping.n_params`` entries (e.g. (k, d) for
+    ``Linear``); it is cast to the data dtype and G comes back in its shape. J and G have the
+    data dtype. The loss returns gradients of its mean over a chunk of m pairs; each chunk's
+    contribution is rescaled by m / n, so the result is the mean over all n pairs whatever
+    the chunking. Batch protocol: ``n_pairs``, ``labels``, ``batch(theta, indices)``.
+    """
+
+    def __init__(self, embedding_cost_grad, mapping, X1, X2, s, lam=0.0, theta0=None,
+                 chunk_size=CHUNK_SIZE):
+        if not callable(embedding_cost_grad):
+            raise ValueError("embedding_cost_grad must be a callable (a, b, s) -> (J, Ga, Gb).")
+        self.embedding_cost_grad, self.mapping = embedding_cost_grad, mapping
+        self.X1, self.X2, self.labels = _check_pairs(X1, X2, s, mapping.n_features)
+        self.n_pairs, self.n_features = self.X1.shape
+        self.dtype, self.n_params = self.X1.dtype, mapping.n_params
+        self.lam = float(lam)
+        if not self.lam >= 0:
+            raise ValueError(f"lam must be >= 0, got {lam}.")
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, Integral) or chunk_size < 1:
+            raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}.")
+        self.chunk_size = int(chunk_size)
+        if theta0 is None:
+            self.theta0 = np.zeros(self.n_params, dtype=self.dtype)
+        else:
+            self.theta0 = np.asarray(theta0, dtype=self.dtype).reshape(-1)
+            if self.theta0.size != self.n_params:
+                raise ValueError(f"theta0 has {self.theta0.size} entries; the mapping has "
+                                 f"n_params = {self.n_params}.")
+
+    def __call__(self, theta):
+        return self._evaluate(theta, self.X1, self.X2, self.labels)
+
+    def batch(self, theta, indices):
+        """The same objective (mean loss plus regulariser) over the pairs ``indices`` only."""
+        indices = np.asarray(indices)
+        if indices.ndim != 1 or indices.size == 0 or indices.dtype.kind not in "iu":
+            raise ValueError(f"indices must be a non-empty 1-D integer array, got {indices!r}.")
+        return self._evaluate(theta, self.X1[indices], self.X2[indices], self.labels[indices])
+
+    def _evaluate(self, theta, X1, X2, s):
+        theta = np.asarray(theta)
+        if theta.size != self.n_params:
+            raise ValueError(f"theta has {theta.size} entries; the mapping has "
+                             f"n_params = {self.n_params}.")
+        shape, theta = theta.shape, np.ascontiguousarray(theta.reshape(-1), dtype=self.dtype)
+        n, forward, backward = X1.shape[0], self.mapping.forward, self.mapping.backward
+        total, G = 0.0, np.zeros(self.n_params, dtype=self.dtype)
+        for start in range(0, n, self.chunk_size):
+            stop = start + self.chunk_size
+            a, cache_a = forward(theta, X1[start:stop])  # (m, k): the first branch
+            b, cache_b = forward(theta, X2[start:stop])  # (m, k): the second, same theta
+            J, dJda, dJdb = self.embedding_cost_grad(a, b, s[start:stop])  # mean over m
+            dtheta = backward(theta, cache_a, dJda)  # (n_params,)
+            dtheta += backward(theta, cache_b, dJdb)  # shared weights: the branches add
+            m = a.shape[0]
+            if m != n:  # the loss averaged over the m pairs of the chunk; we want over n
+                dtheta *= m / n
+            total += float(J) * m
+            G += dtheta
+        diff = theta - self.theta0
+        J = total / n + 0.5 * self.lam * float(np.vdot(diff, diff))
+        if self.lam:
+            G += self.lam * diff
+        return self.dtype.type(J), G.reshape(shape)
