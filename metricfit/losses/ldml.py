@@ -1,0 +1,260 @@
+r"""Logistic Discriminant based Metric Learning (LDML) cost and gradient.
+
+Seed 001 (Guillaumin et al., ICCV 2009), section 2.3, eqs. 2-4. Unlike the linear-map losses,
+the parameters are a Mahalanobis matrix ``M`` (d, d) and a bias ``b``. For a pair
+``(x, y, s)`` with ``delta = x - y`` and the target ``t = (1 + s) / 2`` (1 similar, 0 not):
+
+.. math::
+
+    p_i = \sigma(b - d_M(x_i, y_i)), \qquad d_M = \delta_i^T M \delta_i           (eq. 2)
+    \mathcal L = \sum_i t_i \ln p_i + (1 - t_i) \ln(1 - p_i)                      (eq. 3)
+
+and we minimise the mean negative log-likelihood plus a ridge on M:
+
+.. math::
+
+    J(M, b) = -\frac1n \mathcal L + \frac\lambda2 \|M\|_F^2
+            = \frac1n \sum_i \operatorname{softplus}(-s_i u_i) + \frac\lambda2 \|M\|_F^2,
+    \qquad u_i = b - \delta_i^T M \delta_i,
+
+since ``-ln sigma(u) = softplus(-u)`` and ``-ln(1 - sigma(u)) = softplus(u)`` (``t`` is 0 or 1).
+
+Derivation, and the sign of eq. 4
+---------------------------------
+``dL/du_i = t_i (1 - p_i) - (1 - t_i) p_i = t_i - p_i``, ``du_i/dM = -delta_i delta_i^T`` and
+``du_i/db = 1``, hence
+
+.. math::
+
+    \frac{\partial J}{\partial M} = \frac1n \sum_i (t_i - p_i)\,\delta_i\delta_i^T + \lambda M,
+    \qquad
+    \frac{\partial J}{\partial b} = \frac1n \sum_i (p_i - t_i).
+
+The paper prints eq. 4 as ``grad L = sum_n (t_n - p_n) X_n`` for ``p_n = sigma(b - W^T X_n)``:
+that is the gradient for ``p = sigma(W^T X)``; with the minus sign of eq. 2 the gradient of
+L w.r.t. W is ``-sum_n (t_n - p_n) X_n`` (ascending the printed one *lowers* the likelihood).
+The finite-difference tests and a descent test decide for the sign above. Per pair the weight
+is ``w_i = t_i - p_i = s_i sigma(s_i (delta_i^T M delta_i - b))``.
+
+M need not be symmetric: the distance is taken with M as given, ``delta^T M delta``, which
+depends only on the symmetric part of M. ``delta delta^T`` is symmetric, so the data term of
+the gradient is symmetric (we return it exactly symmetric); a non-symmetric M only gets
+``lam M`` from the regulariser, which shrinks its antisymmetric part to zero.
+
+The prepared objective (LDML's bound)
+-------------------------------------
+With ``D = X1 - X2`` (n, d) formed once, one call is two (n x d x d) GEMMs: ``DM = D M``, then
+the distances ``rowsum(DM * D)`` and weights fused in a numba kernel that overwrites DM with
+``w * D``, then ``G_M = (w * D)^T D``. Pairs go in chunks: temporaries are
+O(chunk_size * d + d * d). The log-sigmoid and sigmoid are written stably (no overflow for
+any ``u``); accumulators are float64 for float32 data.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..pairs import check_points
+from ._linear import CHUNK_SIZE, _float_dtype, check_pair_data
+
+__all__ = ["cost_grad", "objective", "pair_probability", "pack", "unpack", "LDMLObjective"]
+
+
+@njit(cache=True)
+def _weights_inplace(DM, D, s, b):  # pragma: no cover (compiled)
+    """Overwrite each row of DM = D M with w_i delta_i, w_i = t_i - p_i; return
+    (sum_i J_i, sum_i w_i) with J_i = softplus(-s_i u_i), u_i = b - delta_i^T M delta_i."""
+    n, d = D.shape
+    total = 0.0
+    sum_w = 0.0
+    for i in range(n):
+        dist = 0.0
+        for j in range(d):
+            dist += np.float64(DM[i, j]) * np.float64(D[i, j])
+        si = np.float64(s[i])
+        v = si * (dist - b)  # = -s_i u_i
+        e = math.exp(-abs(v))  # in (0, 1]
+        total += max(v, 0.0) + math.log1p(e)  # softplus(v) = -ln p_i or -ln(1 - p_i)
+        w = si * (1.0 / (1.0 + e) if v >= 0.0 else e / (1.0 + e))  # s_i sigma(v) = t_i - p_i
+        sum_w += w
+        for j in range(d):
+            DM[i, j] = w * D[i, j]
+    return total, sum_w
+
+
+@njit(cache=True)
+def _probability(DM, D, b, out):  # pragma: no cover (compiled)
+    """out_i = sigma(b - rowsum(DM * D)_i), stably."""
+    n, d = D.shape
+    for i in range(n):
+        dist = 0.0
+        for j in range(d):
+            dist += np.float64(DM[i, j]) * np.float64(D[i, j])
+        u = b - dist
+        e = math.exp(-abs(u))
+        out[i] = 1.0 / (1.0 + e) if u >= 0.0 else e / (1.0 + e)
+
+
+def pack(M, b):
+    """The flat parameter vector ``theta = [M.ravel(), b]`` (length d * d + 1)."""
+    M = np.asarray(M)
+    if M.ndim != 2 or M.shape[0] != M.shape[1]:
+        raise ValueError(f"M must be a square (d, d) matrix, got shape {M.shape}.")
+    return np.concatenate([M.ravel(), np.asarray(b, dtype=M.dtype).reshape(1)])
+
+
+def unpack(theta, d):
+    """``(M, b)`` from the flat ``theta`` of length d * d + 1 (M is a view of theta)."""
+    theta = np.asarray(theta)
+    if theta.ndim != 1 or theta.size != d * d + 1:
+        raise ValueError(f"theta must be flat of length d * d + 1 = {d * d + 1}, got shape "
+                         f"{theta.shape}.")
+    return theta[:-1].reshape(d, d), theta[-1]
+
+
+def _check_params(M, b, d, dtype):
+    M = np.asarray(M)
+    if M.ndim != 2 or M.shape != (d, d):
+        raise ValueError(f"M must have shape ({d}, {d}) (square, d = n_features), got "
+                         f"{M.shape}.")
+    b = np.asarray(b)
+    if b.size != 1:
+        raise ValueError(f"b must be a scalar, got shape {b.shape}.")
+    b = float(b.reshape(()))
+    if not np.isfinite(b):
+        raise ValueError(f"b must be finite, got {b}.")
+    return np.ascontiguousarray(M, dtype=dtype), b
+
+
+def _check_lam(lam):
+    lam = float(lam)
+    if not lam >= 0:
+        raise ValueError(f"lam must be >= 0, got {lam}.")
+    return lam
+
+
+def _data_cost_grad(M, b, s, chunk_size, D=None, X1=None, X2=None):
+    """sum_i J_i, sum_i dJ_i/dM (symmetric) and sum_i w_i; no regulariser, no 1/n.
+
+    From the prepared differences ``D`` (n, d), or else from the pairs X1, X2, forming each
+    chunk's differences on the fly.
+    """
+    total, sum_w = 0.0, 0.0
+    GM = np.zeros_like(M)  # (d, d)
+    n = s.shape[0]
+    for start in range(0, n, chunk_size):
+        stop = start + chunk_size
+        delta = X1[start:stop] - X2[start:stop] if D is None else D[start:stop]  # (m, d)
+        DM = delta @ M  # (m, d)
+        t, w = _weights_inplace(DM, delta, s[start:stop], b)
+        total += t
+        sum_w += w
+        GM += DM.T @ delta  # sum_i w_i delta_i delta_i^T
+    GM += GM.T  # exactly symmetric: 2 x; halved below
+    GM *= 0.5
+    return total, GM, sum_w
+
+
+def _finish(total, GM, sum_w, M, lam, n, dtype):
+    """Mean, regulariser; (J, GM, gb) in the data dtype."""
+    GM /= n
+    J = total / n
+    if lam:
+        GM += lam * M
+        J += 0.5 * lam * float(np.vdot(M, M))
+    return dtype.type(J), GM, dtype.type(-sum_w / n)
+
+
+def cost_grad(M, b, X1, X2, s, lam=0.0, chunk_size=CHUNK_SIZE):
+    """LDML cost (mean negative log-likelihood of seed 001 eq. 3 plus ``lam/2 ||M||^2``) and
+    gradients, stateless.
+
+    Forms ``delta = x - y`` chunk by chunk; :func:`objective` forms ``D = X1 - X2`` once.
+
+    Parameters
+    ----------
+    M : ndarray of shape (d, d)
+        Mahalanobis matrix (need not be symmetric; the distance is ``delta^T M delta``).
+    b : float
+        Bias (threshold) of eq. 2.
+    X1, X2 : ndarray of shape (n_pairs, d)
+    s : ndarray of shape (n_pairs,)
+        +1 similar, -1 dissimilar ({0, 1} also accepted, 1 = similar).
+    lam : float, default=0.0
+        Ridge on M (b is not regularised).
+    chunk_size : int, default=8192
+        Pairs per chunk: temporaries are O(chunk_size * d + d * d).
+
+    Returns
+    -------
+    J : float (the data dtype)
+    GM : ndarray of shape (d, d), symmetric in its data term:
+        ``1/n sum_i (t_i - p_i) delta_i delta_i^T + lam M``
+    gb : float, ``1/n sum_i (p_i - t_i)``
+    """
+    X1, X2, s = check_pair_data(X1, X2, s)
+    lam = _check_lam(lam)
+    M, b = _check_params(M, b, X1.shape[1], X1.dtype)
+    total, GM, sum_w = _data_cost_grad(M, b, s, int(chunk_size), X1=X1, X2=X2)
+    return _finish(total, GM, sum_w, M, lam, X1.shape[0], X1.dtype)
+
+
+def pair_probability(M, b, X1, X2, chunk_size=CHUNK_SIZE):
+    """``p_i = sigma(b - (x_i - y_i)^T M (x_i - y_i))``, the probability that pair i is similar
+    (seed 001 eq. 2); an (n_pairs,) array of the data dtype."""
+    dtype = _float_dtype(np.asarray(X1), np.asarray(X2))
+    X1 = check_points(X1, dtype=dtype, what="X1")
+    X2 = check_points(X2, dtype=dtype, what="X2")
+    if X1.shape != X2.shape:
+        raise ValueError(f"X1 and X2 must be 2-D arrays of the same shape (n_pairs, "
+                         f"n_features), got {X1.shape} and {X2.shape}.")
+    M, b = _check_params(M, b, X1.shape[1], dtype)
+    p = np.empty(X1.shape[0], dtype=dtype)
+    for start in range(0, X1.shape[0], int(chunk_size)):
+        delta = X1[start:start + chunk_size] - X2[start:start + chunk_size]
+        _probability(delta @ M, delta, b, p[start:start + chunk_size])
+    return p
+
+
+class LDMLObjective:
+    """LDML ``f(theta) -> (J, g)`` on the flat ``theta = [M.ravel(), b]``, ``D = X1 - X2``
+    prepared.
+
+    Per call: ``D M`` and ``(w * D)^T D`` (two n x d x d GEMMs) with the fused kernel between.
+    ``g`` is ``[dJ/dM ravelled, dJ/db]`` in the data dtype. The batch protocol: ``n_pairs``,
+    ``labels`` (n_pairs,) in {-1, +1} and ``batch(theta, indices) -> (J, g)``, the same
+    objective (mean cost plus regulariser) over the pairs ``indices`` only.
+    """
+
+    def __init__(self, X1, X2, s, lam=0.0, chunk_size=CHUNK_SIZE):
+        X1, X2, s = check_pair_data(X1, X2, s)
+        self.lam = _check_lam(lam)
+        self.X1, self.X2, self.labels = X1, X2, s
+        self.n_pairs, self.n_features, self.dtype = X1.shape[0], X1.shape[1], X1.dtype
+        self.n_params = self.n_features ** 2 + 1
+        self.chunk_size = int(chunk_size)
+        self.D = X1 - X2  # (n, d)
+
+    def __call__(self, theta):
+        return self._evaluate(theta, self.D, self.labels)
+
+    def batch(self, theta, indices):
+        indices = np.asarray(indices)
+        return self._evaluate(theta, self.D[indices], self.labels[indices])
+
+    def _evaluate(self, theta, D, s):
+        M, b = unpack(theta, self.n_features)
+        M, b = _check_params(M, b, self.n_features, self.dtype)
+        total, GM, sum_w = _data_cost_grad(M, b, s, self.chunk_size, D=D)
+        J, GM, gb = _finish(total, GM, sum_w, M, self.lam, D.shape[0], self.dtype)
+        return J, np.concatenate([GM.ravel(), np.reshape(gb, 1)])
+
+
+def objective(X1, X2, s, lam=0.0, chunk_size=CHUNK_SIZE):
+    """Prepare the LDML objective once per data set; return ``f(theta) -> (J, g)``.
+
+    ``theta`` is flat, ``[M.ravel(), b]`` (see :func:`pack` / :func:`unpack`); same cost and
+    gradient as :func:`cost_grad` (a test ties them).
+    """
+    return LDMLObjective(X1, X2, s, lam=lam, chunk_size=chunk_size)
