@@ -189,7 +189,7 @@ def test_convergence_warning_and_callback_and_verbose(data, capsys):
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         est.fit(pairs, y)
     assert seen == [((12, 12), 1), ((12, 12), 2), ((12, 12), 3)]
-    assert "iteration    3" in capsys.readouterr().out
+    assert "iteration      3  cost" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("Learner", LEARNERS, ids=IDS)

@@ -1,16 +1,19 @@
 """CSML: Cosine Similarity Metric Learning (Nguyen & Bai 2010; seed 002 eq. 11)."""
 
 from ..losses import csml as csml_loss
-from ._base import LinearPairLearner
+from ._params_doc import SIAMESE_ATTRIBUTES, SIAMESE_PARAMETERS
+from ._siamese import SiameseLearner
 
 
-class CSML(LinearPairLearner):
-    """Cosine Similarity Metric Learning: a linear map learned by minimising
-    ``J(A) = mean_i(-s_i cos(A x_i, A y_i)) + lam/2 ||A - A0||_F^2`` (gradient: seed 002
+class CSML(SiameseLearner):
+    __doc__ = f"""Cosine Similarity Metric Learning: a mapping learned by minimising
+    ``J = mean_i(-s_i cos(f(x_i), f(y_i))) + lam/2 ||W - W0||^2`` (linear gradient: seed 002
     eq. 11), scored by the cosine in the learned space.
 
-    Parameters and attributes are those of :class:`metricfit.TSML`.
-
+    Parameters
+    ----------{SIAMESE_PARAMETERS}
+    Attributes
+    ----------{SIAMESE_ATTRIBUTES}
     Examples
     --------
     >>> import numpy as np

@@ -1,0 +1,66 @@
+"""The parameter section shared by the siamese learners' docstrings (one text, many classes)."""
+
+SIAMESE_PARAMETERS = """
+    n_components : int, default=None
+        k, the dimension of the learned space (None: the number of features d).
+    mapping : {'linear', 'tanh', 'mlp'}, default='linear'
+        The siamese branch f(., W) (seed 004 section 4): ``W x``; ``tanh(W x + h)``; or two
+        tanh layers. The linear map takes the loss's prepared objective.
+    n_hidden : int, default=None
+        Hidden units of 'mlp' (None: n_components).
+    normalize : bool, default=False
+        L2-normalise the inputs first (seed 004 4.1), in fit and transform alike.
+    init : {'auto', 'identity', 'wccn'} or array, default='auto'
+        Linear mapping: A0, the start and the target of the regulariser; 'auto' and
+        'identity' are the first k rows of I (-I variants), 'wccn' learns WCCN on the
+        training pairs, each similar pair a class of its own (-WCCN, seed 002 III.D); an
+        array of shape (k, d). Non-linear: 'auto' draws Glorot-uniform weights (seed 004
+        eq. 13) and the regulariser pulls towards 0; an array is a flat parameter vector.
+    lam : float, default=1e-3
+        lambda, the weight of ``1/2 ||W - W0||^2``.
+    similar_only : bool, default=False
+        Learn from the similar pairs only ("-Sim", seed 002 III.E, seed 004); the threshold is
+        still calibrated on all pairs.
+    solver : {'lbfgs', 'sgd'}, default='lbfgs'
+        L-BFGS on all pairs, or momentum SGD with early stopping on a held-out validation
+        split (seed 004 Algorithm 1).
+    max_iter : int, default=None
+        Iterations (L-BFGS) or steps (SGD); None: 200 for L-BFGS, 20000 for SGD.
+    tol : float, default=1e-5
+        Gradient tolerance of L-BFGS-B (SGD stops by validation instead).
+    learning_rate, momentum : float, default=1e-3, 0.99
+        SGD step size and momentum (Algorithm 1 uses 1e-4 and 0.99).
+    batch_size : int, default=2
+        SGD pairs per step, half similar and half dissimilar (2: one of each, Algorithm 1).
+    validation_fraction : float, default=0.1
+        SGD: share of the pairs held out (stratified) to choose the best model.
+    validation_interval : int, default=100
+        SGD: steps between validation checks (F of Algorithm 1).
+    n_iter_no_change : int or None, default=20
+        SGD: stop after this many checks without a better validation accuracy.
+    random_state : int, RandomState or None, default=None
+        SGD batches and validation split, Glorot initialisation.
+    verbose : int, default=0
+        Print the cost at each iteration (L-BFGS) or check (SGD) when > 0.
+    warm_start : bool, default=False
+        Start from the previous fit's parameters (the regulariser's target is unchanged).
+    callback : callable, default=None
+        ``callback(params, n_iter)`` after each iteration (L-BFGS) or check (SGD); params is
+        the (k, d) matrix for a linear mapping, the flat vector otherwise.
+"""
+
+SIAMESE_ATTRIBUTES = """
+    components_ : ndarray of shape (k, d)
+        The learned A (linear mapping only).
+    params_ : ndarray of shape (n_params,)
+        The learned flat parameters (non-linear mappings only).
+    mapping_ : Mapping
+        The fitted mapping's sizes (:mod:`metricfit.mappings`).
+    threshold_ : float
+        Score threshold of :meth:`predict`, calibrated for accuracy on the training pairs.
+    n_iter_ : int
+    curves_ : dict or None
+        SGD only: ``step``, ``train`` and ``validation`` accuracy (maxDA) at each check.
+    classes_ : ndarray, [-1, 1]
+    n_features_in_ : int
+"""
