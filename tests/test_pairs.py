@@ -75,3 +75,18 @@ def test_sample_pairs_caps_at_what_exists():
     labels = np.array([0, 0, 1, 1])
     _, y = sample_pairs(labels, 100, 100, random_state=0)
     assert (y == 1).sum() == 2 and (y == -1).sum() == 4
+
+
+def test_sample_pairs_large_set_uses_bounded_memory_and_is_exact():
+    from metricfit import pairs as pairs_module
+
+    labels = np.random.default_rng(1).integers(0, 800, size=3000)  # 4.5 M candidate pairs
+    assert 3000 * 2999 // 2 > pairs_module.ENUMERATE_LIMIT
+    index_pairs, y = sample_pairs(labels, 2000, 5000, random_state=3)
+    assert (y == 1).sum() == 2000 and (y == -1).sum() == 5000
+    same = labels[index_pairs[:, 0]] == labels[index_pairs[:, 1]]
+    np.testing.assert_array_equal(same, y == 1)
+    assert len({tuple(p) for p in index_pairs}) == 7000
+    assert np.all(index_pairs[:, 0] < index_pairs[:, 1])
+    again, _ = sample_pairs(labels, 2000, 5000, random_state=3)
+    np.testing.assert_array_equal(again, index_pairs)
