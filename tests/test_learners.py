@@ -13,10 +13,11 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 
 from metricfit import CSML, TSML, WCCN, WPCA
+from metricfit.learners.ddml import DDML
 from metricfit.learners._base import cosine_rows
 from metricfit.metrics import max_decision_accuracy
 
-LEARNERS = [TSML, CSML]
+LEARNERS = [TSML, CSML, DDML]
 IDS = [c.__name__ for c in LEARNERS]
 
 
@@ -51,7 +52,11 @@ def test_pair_api_shapes_and_attributes(Learner, data):
     assert est.transform(pairs[:, 0]).shape == (400, 5)
     assert est.transform(pairs).shape == (400, 2, 5)
     scores = est.pair_score(pairs)
-    assert scores.shape == (400,) and np.all(np.abs(scores) <= 1 + 1e-12)
+    assert scores.shape == (400,)
+    if est._score_kind == "cosine":
+        assert np.all(np.abs(scores) <= 1 + 1e-12)
+    else:  # minus a squared distance
+        assert np.all(scores <= 0)
     np.testing.assert_allclose(est.decision_function(pairs), scores - est.threshold_)
     assert set(np.unique(est.predict(pairs))) <= {-1, 1}
     assert est.score(pairs, y) == np.mean(est.predict(pairs) == y)
