@@ -225,8 +225,9 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
             train_rows = np.sort(rng.choice(train_rows, N_TRAIN_SCORE_PAIRS, replace=False))
 
         def accuracy_on(rows):
+            pairs, labels = inputs[rows], s[rows]  # copied once, scored at every check
             return lambda theta: max_decision_accuracy(
-                s[rows], self._embedded_scores(mapping, theta, inputs[rows]))[0]
+                labels, self._embedded_scores(mapping, theta, pairs))[0]
 
         return dict(options, learning_rate=self.learning_rate, momentum=self.momentum,
                     batch_size=self.batch_size, validation=accuracy_on(validation),
