@@ -7,6 +7,7 @@ and the threshold with the best accuracy on the validation pairs, report the tes
 that threshold (and, threshold-free, the test maxDA and EER of seed 004 eq. 14).
 """
 
+import functools
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -87,29 +88,36 @@ def lfw_restricted_rotation(n_folds=10):
 
 def run_lfw_restricted(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_components=100,
                        lams=DEFAULT_LAMS, max_iter=200, progress=None):
-    """The LFW View 2 restricted protocol on image vectors (n_images, n_features).
-
-    Per experiment, WPCA to ``n_components`` is fitted on the distinct images of the training
-    pairs (no labels, no identities: restricted setting), then every method runs
-    :func:`select_and_test`. Returns one list of :class:`Result` per experiment.
-    """
+    """The LFW View 2 restricted protocol on image vectors (n_images, n_features): one
+    :func:`run_experiment` per fold rotation. Returns one list of :class:`Result` per
+    experiment."""
     experiments = []
     for e, (train_folds, val_fold, test_fold) in enumerate(lfw_restricted_rotation()):
-        train = np.isin(fold, train_folds)
-        wpca = WPCA(n_components=n_components).fit(vectors[np.unique(pair_index[train])])
-        embedded = wpca.transform(vectors)[pair_index]  # (n_pairs, 2, n_components)
-
-        def split(mask):
-            return embedded[mask], y[mask]
-
-        data = split(train), split(fold == val_fold), split(fold == test_fold)
-        results = []
-        for name in methods:
-            results.append(select_and_test(name, *data, lams=lams, max_iter=max_iter))
-            if progress:
-                progress(e, results[-1])
-        experiments.append(results)
+        splits = [(pair_index[mask], y[mask])
+                  for mask in (np.isin(fold, train_folds), fold == val_fold, fold == test_fold)]
+        experiments.append(run_experiment(vectors, splits, methods, n_components, lams,
+                                          max_iter, functools.partial(progress, e)
+                                          if progress else None))
     return experiments
+
+
+def run_experiment(vectors, splits, methods, n_components, lams=DEFAULT_LAMS, max_iter=200,
+                   progress=None):
+    """One experiment: WPCA to ``n_components`` fitted on the distinct images of the training
+    pairs (no labels, no identities), then :func:`select_and_test` for every method.
+
+    ``splits`` is ``[(index_pairs, y)]`` for train, validation and test: row indices into
+    ``vectors`` (n_images, n_features). ``progress(result)`` is called after each method.
+    """
+    wpca = WPCA(n_components=n_components).fit(vectors[np.unique(splits[0][0])])
+    embedded = wpca.transform(vectors)  # (n_images, n_components)
+    data = [(embedded[index_pairs], y) for index_pairs, y in splits]
+    results = []
+    for name in methods:
+        results.append(select_and_test(name, *data, lams=lams, max_iter=max_iter))
+        if progress:
+            progress(results[-1])
+    return results
 
 
 def digits_split(labels, n_pairs=1000, random_state=0):
@@ -130,21 +138,15 @@ def digits_split(labels, n_pairs=1000, random_state=0):
 
 def run_digits(images, labels, methods=DEFAULT_METHODS, n_components=32, lams=DEFAULT_LAMS,
                n_repeats=5, max_iter=200, progress=None):
-    """Repeat :func:`digits_split` ``n_repeats`` times: WPCA on the training images, then
-    :func:`select_and_test` for every method. Returns one list of Results per repeat."""
+    """:func:`run_experiment` on ``n_repeats`` random :func:`digits_split` splits. Returns one
+    list of Results per repeat."""
     experiments = []
     for repeat in range(n_repeats):
         split = digits_split(labels, random_state=repeat)
-        train_rows = np.unique(split["train"][0])
-        wpca = WPCA(n_components=n_components).fit(images[train_rows])
-        embedded = wpca.transform(images)
-        data = [(embedded[idx], y) for idx, y in (split[s] for s in ("train", "val", "test"))]
-        results = []
-        for name in methods:
-            results.append(select_and_test(name, *data, lams=lams, max_iter=max_iter))
-            if progress:
-                progress(repeat, results[-1])
-        experiments.append(results)
+        splits = [split[name] for name in ("train", "val", "test")]
+        experiments.append(run_experiment(images, splits, methods, n_components, lams, max_iter,
+                                          functools.partial(progress, repeat)
+                                          if progress else None))
     return experiments
 
 
