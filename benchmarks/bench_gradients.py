@@ -1,8 +1,11 @@
-"""Gradient timing: one TSML / CSML cost-and-gradient call (the per-iteration cost of a fit).
+"""Gradient timing: one TSML / CSML / DDML / LDML cost-and-gradient call (the per-iteration cost
+of a fit).
 
 Prepared ``objective(X1, X2, s)(A)`` and stateless ``cost_grad`` (lam = 0), float64 and float32,
 next to the two-GEMM bound ``(Z @ A.T).T @ Z`` and torch autograd of the same costs (own process,
 same seeded data, run in lockstep after an idle gap so the two thread pools never overlap).
+DDML (T = 10, tau = 1) works on Z = X1 - X2, so it has the same bound as TSML. LDML (prepared,
+on theta = [M.ravel(), b], M (d, d)) has its own two-GEMM bound ``Z @ M`` and ``(w * Z).T @ Z``.
 Each repeat calls every variant once, round-robin, so noise hits all alike; "paired" ratios are
 medians of per-repeat ratios. Also: BLAS/threads, numba compile and cached first-call times, and
 a torch gradient check. Under CPU contention multi-threaded BLAS stalls: compare --threads 1.
@@ -26,7 +29,11 @@ import numpy as np
 
 DTYPES = ("float64", "float32")
 VARIANTS = ("gemm_bound", "tsml_prepared", "tsml_cost_grad", "csml_prepared", "csml_cost_grad",
-            "torch_tsml", "torch_csml")
+            "ddml_prepared", "ddml_cost_grad", "ldml_bound", "ldml_prepared",
+            "torch_tsml", "torch_csml", "torch_ddml")
+TORCH_LOSSES = ("tsml", "csml", "ddml")
+BOUND_OF = {"ldml_bound": "ldml_bound", "ldml_prepared": "ldml_bound"}  # else gemm_bound
+DDML_T, DDML_TAU = 10.0, 1.0
 WARMUP = 2  # untimed rounds
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "bench_gradients.json"
 # (label, numerator, denominator, target); "x" alone is compared per dtype as "x/float64", ...
@@ -38,22 +45,29 @@ RATIOS = (
     ("TSML cost_grad / TSML prepared", "tsml_cost_grad", "tsml_prepared", None),
     ("torch CSML / CSML prepared", "torch_csml", "csml_prepared", None),
     ("GEMM bound f64 / f32", "gemm_bound/float64", "gemm_bound/float32", None),
+    ("DDML prepared / GEMM bound", "ddml_prepared", "gemm_bound", ("<=", 1.25)),
+    ("torch DDML / DDML prepared", "torch_ddml", "ddml_prepared", (">=", 1.5)),
+    ("DDML cost_grad / DDML prepared", "ddml_cost_grad", "ddml_prepared", None),
+    ("LDML prepared / LDML bound", "ldml_prepared", "ldml_bound", ("<=", 1.25)),
 )
 COMPILE_SNIPPET = r"""
 import json, time
 t0 = time.perf_counter()
 import metricfit
-from metricfit.losses import csml, tsml
+from metricfit.losses import csml, ddml, ldml, tsml
 out = {"import_metricfit": time.perf_counter() - t0}
 import numpy as np
 rng = np.random.default_rng(0)
 for dt in ("float64", "float32"):
     X1, X2 = (rng.standard_normal((16, 5)).astype(dt) for _ in range(2))
     s, A = np.array([1.0, -1.0] * 8, dtype=dt), np.eye(4, 5, dtype=dt)
-    for name, mod in (("tsml", tsml), ("csml", csml)):
+    for name, mod in (("tsml", tsml), ("csml", csml), ("ddml", ddml)):
         t0 = time.perf_counter()
         mod.objective(X1, X2, s)(A)
         out[f"first_call_{name}_{dt}"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ldml.objective(X1, X2, s)(ldml.pack(np.eye(5, dtype=dt), 1.0))
+    out[f"first_call_ldml_{dt}"] = time.perf_counter() - t0
 print(json.dumps(out))
 """
 
@@ -70,6 +84,14 @@ def make_data(n, d, k, dtype, seed):
     return tuple(np.ascontiguousarray(x, dtype=dtype) for x in (X1, X2, s, A))
 
 
+def make_ldml_params(d, dtype, seed):
+    """theta = [M.ravel(), b] with M = I (d, d) + small noise and b = 2 d, the mean squared
+    distance of two standard normal vectors: the pair probabilities are spread around 1/2."""
+    rng = np.random.default_rng(seed + 1)
+    M = np.eye(d) + 0.01 * rng.standard_normal((d, d))
+    return np.append(M.ravel(), 2.0 * d).astype(dtype)
+
+
 def time_round(fns, r):
     """{key: seconds}: every fn called once, round-robin starting r places along."""
     keys, out = list(fns), {}
@@ -81,28 +103,42 @@ def time_round(fns, r):
 
 
 def numpy_variants(n, d, k, seed):
-    from metricfit.losses import csml, tsml
+    from metricfit.losses import csml, ddml, ldml, tsml
 
     fns = {}
     for dt in DTYPES:
         X1, X2, s, A = make_data(n, d, k, dt, seed)
         f_tsml, f_csml = tsml.objective(X1, X2, s), csml.objective(X1, X2, s)
+        f_ddml = ddml.objective(X1, X2, s, T=DDML_T, tau=DDML_TAU)
+        f_ldml, theta = ldml.objective(X1, X2, s), make_ldml_params(d, dt, seed)
         Z = X1 + s[:, None] * X2  # (n, d): the matrix the prepared TSML multiplies with
         fns[f"gemm_bound/{dt}"] = lambda Z=Z, A=A: (Z @ A.T).T @ Z
         fns[f"tsml_prepared/{dt}"] = lambda f=f_tsml, A=A: f(A)
         fns[f"tsml_cost_grad/{dt}"] = lambda a=(A, X1, X2, s): tsml.cost_grad(*a)
         fns[f"csml_prepared/{dt}"] = lambda f=f_csml, A=A: f(A)
         fns[f"csml_cost_grad/{dt}"] = lambda a=(A, X1, X2, s): csml.cost_grad(*a)
+        fns[f"ddml_prepared/{dt}"] = lambda f=f_ddml, A=A: f(A)
+        fns[f"ddml_cost_grad/{dt}"] = lambda a=(A, X1, X2, s): ddml.cost_grad(
+            *a, T=DDML_T, tau=DDML_TAU)
+        # LDML's bound: its two n x d x d GEMMs on D = X1 - X2 (the weights w held fixed)
+        D, (M, _) = X1 - X2, ldml.unpack(theta, d)
+        w = np.random.default_rng(seed).uniform(-1, 1, n).astype(dt)
+        fns[f"ldml_bound/{dt}"] = lambda D=D, M=M, w=w: (D @ M, (w[:, None] * D).T @ D)
+        fns[f"ldml_prepared/{dt}"] = lambda f=f_ldml, th=theta: f(th)
     return fns
 
 
 def torch_cost_grad(loss, X1, X2, s, A):
-    """The cost written the naive way (TSML eq. 7, CSML mean(-s cos)); autograd gradient."""
+    """The cost written the naive way (TSML eq. 7, CSML mean(-s cos), DDML seed 004 eqs. 5-6 with
+    the stable softplus); autograd gradient."""
     import torch
 
     A = A.detach().requires_grad_(True)
     a, b = X1 @ A.T, X2 @ A.T
-    if loss == "tsml":
+    if loss == "ddml":
+        z = 1 - s * (DDML_TAU - ((a - b) ** 2).sum(1))
+        Ji = 0.5 * torch.logaddexp(torch.zeros_like(z), DDML_T * z) / DDML_T
+    elif loss == "tsml":
         c = a + s[:, None] * b
         Ji = 0.5 * (a * a).sum(1) + 0.5 * (b * b).sum(1) - torch.linalg.vector_norm(c, dim=1) + 1
     else:
@@ -124,7 +160,7 @@ def torch_worker(args):
     fns, data = {}, {}
     for dt in DTYPES:
         data[dt] = [torch.from_numpy(x) for x in make_data(args.n, args.d, args.k, dt, args.seed)]
-        for loss in ("tsml", "csml"):
+        for loss in TORCH_LOSSES:
             fns[f"torch_{loss}/{dt}"] = lambda loss=loss, x=data[dt]: torch_cost_grad(loss, *x)
     for r in range(WARMUP):
         time_round(fns, r)
@@ -134,7 +170,7 @@ def torch_worker(args):
         if line.startswith("run"):
             print(json.dumps(time_round(fns, int(line.split()[1]))), flush=True)
         elif line.startswith("grad"):
-            out = {loss: torch_cost_grad(loss, *data["float64"]) for loss in ("tsml", "csml")}
+            out = {loss: torch_cost_grad(loss, *data["float64"]) for loss in TORCH_LOSSES}
             print(json.dumps({k: [float(J), G.tolist()] for k, (J, G) in out.items()}), flush=True)
 
 
@@ -198,12 +234,14 @@ def run_benchmark(args, threads):
 
 def grad_check(args, torch_J_G):
     """Relative error of torch's float64 gradients against the prepared objectives'."""
-    from metricfit.losses import csml, tsml
+    from metricfit.losses import csml, ddml, tsml
 
     X1, X2, s, A = make_data(args.n, args.d, args.k, "float64", args.seed)
     out = {}
-    for loss, mod in (("tsml", tsml), ("csml", csml)):
-        J, G = mod.objective(X1, X2, s)(A)
+    f_ddml = ddml.objective(X1, X2, s, T=DDML_T, tau=DDML_TAU)
+    for loss, f in (("tsml", tsml.objective(X1, X2, s)), ("csml", csml.objective(X1, X2, s)),
+                    ("ddml", f_ddml)):
+        J, G = f(A)
         J_torch, G_torch = torch_J_G[loss]
         rel = float(np.linalg.norm(np.array(G_torch) - G) / np.linalg.norm(G))
         out[loss] = {"grad_rel_err": rel, "ok": rel < 1e-6, "J_metricfit": float(J),
@@ -299,12 +337,13 @@ def report(env, comp, stats, ratio_rows, torch_out):
         for loss, chk in torch_out["grad_check"].items():
             print(f"  {loss}: rel. err {chk['grad_rel_err']:.1e} ({'ok' if chk['ok'] else 'FAIL'}),"
                   f" J {chk['J_metricfit']:.10g} (metricfit) {chk['J_torch']:.10g} (torch)")
-    print(f"== one cost+gradient call\n{'variant':15s} {'dtype':8s} {'median ms':>10s} "
-          f"{'IQR ms':>8s} {'x GEMM bound':>13s}")
+    print(f"== one cost+gradient call (x bound: LDML rows over ldml_bound, others over gemm_bound)"
+          f"\n{'variant':15s} {'dtype':8s} {'median ms':>10s} {'IQR ms':>8s} {'x bound':>13s}")
     for dt in DTYPES:
         for var in VARIANTS:
             if (st := stats.get(f"{var}/{dt}")) is not None:
-                x = st["median_ms"] / stats[f"gemm_bound/{dt}"]["median_ms"]
+                bound = BOUND_OF.get(var, "gemm_bound")
+                x = st["median_ms"] / stats[f"{bound}/{dt}"]["median_ms"]
                 print(f"{var:15s} {dt:8s} {st['median_ms']:10.2f} {st['iqr_ms']:8.2f} {x:13.2f}")
     print("== ratios (of medians; paired = median of per-repeat ratios)")
     for row in ratio_rows:
