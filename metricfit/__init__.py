@@ -1,14 +1,18 @@
 """metricfit: similarity metric learning from pairs for identity verification.
 
-Linear metric learners with hand-derived gradients (TSML, CSML), within-class and whitening
-transformers (WCCN, WPCA), verification metrics and protocols, all scikit-learn compatible.
+Metric learners with hand-derived gradients (TSML, CSML, DDML, LDML; MkNN), within-class and
+whitening transformers (WCCN, WPCA), verification metrics and protocols, all scikit-learn
+compatible.
 Kernels are compiled by numba on first use, never at import.
 """
 
 __version__ = "0.1.0"
 
 from . import metrics, pairs  # noqa: E402
-from .learners import CSML, TSML, CosineSimilarity  # noqa: E402
+from .learners import CSML, DDML, LDML, TSML, CosineSimilarity, MkNN  # noqa: E402
 from .whitening import WCCN, WPCA  # noqa: E402
 
-__all__ = ["TSML", "CSML", "CosineSimilarity", "WCCN", "WPCA", "metrics", "pairs", "__version__"]
+__all__ = [
+    "TSML", "CSML", "DDML", "LDML", "MkNN", "CosineSimilarity", "WCCN", "WPCA", "metrics", "pairs",
+    "__version__",
+]

@@ -14,24 +14,29 @@ import numpy as np
 from sklearn.pipeline import make_pipeline
 from sklearn.utils import check_random_state
 
-from .learners import CSML, TSML, CosineSimilarity
+from .learners import CSML, DDML, LDML, TSML, CosineSimilarity
 from .metrics import accuracy_at_threshold, equal_error_rate, max_decision_accuracy
 from .pairs import sample_pairs
 from .whitening import WCCN, WPCA
 
-METHODS = ("baseline", "wccn", "csml-i", "csml-wccn", "tsml-i", "tsml-wccn", "tsml-sim")
+METHODS = ("baseline", "wccn", "csml-i", "csml-wccn", "tsml-i", "tsml-wccn", "tsml-sim",
+           "ddml-i", "ddml-sim", "ldml")
 DEFAULT_METHODS = ("baseline", "wccn", "csml-i", "tsml-i", "tsml-wccn", "tsml-sim")
 DEFAULT_LAMS = (1e-3, 1e-2, 1e-1, 1.0)
 
 
 def make_method(name, lam=None, max_iter=200):
-    """The estimator of a seed 002 Table I method ('tsml-sim': TSML-I on similar pairs only)."""
+    """The estimator of a seed 002 Table I method ('tsml-sim': TSML-I on similar pairs only;
+    'ddml-*': the linear DDML of seed 004 with the same initialisation and selection)."""
     learned = {
         "csml-i": lambda: CSML(lam=lam, max_iter=max_iter),
         "csml-wccn": lambda: CSML(init="wccn", lam=lam, max_iter=max_iter),
         "tsml-i": lambda: TSML(lam=lam, max_iter=max_iter),
         "tsml-wccn": lambda: TSML(init="wccn", lam=lam, max_iter=max_iter),
         "tsml-sim": lambda: TSML(lam=lam, similar_only=True, max_iter=max_iter),
+        "ddml-i": lambda: DDML(lam=lam, max_iter=max_iter),
+        "ddml-sim": lambda: DDML(lam=lam, similar_only=True, max_iter=max_iter),
+        "ldml": lambda: LDML(lam=lam, max_iter=max_iter),
     }
     if name == "baseline":
         return CosineSimilarity()

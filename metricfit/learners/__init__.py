@@ -2,6 +2,9 @@
 
 from .cosine import CosineSimilarity
 from .csml import CSML
+from .ddml import DDML
+from .ldml import LDML
+from .mknn import MkNN
 from .tsml import TSML
 
-__all__ = ["TSML", "CSML", "CosineSimilarity"]
+__all__ = ["TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN"]

@@ -1,0 +1,249 @@
+"""LDML: Logistic Discriminant based Metric Learning (Guillaumin et al. 2009; seed 001, 2.3)."""
+
+import warnings
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import StrOptions, validate_params
+from ..losses import ldml as ldml_loss
+from ..metrics import max_decision_accuracy
+from ..optim import minimize
+from ..optim.projected import ScaledObjective, minimize_projected, project_diagonal, project_psd
+from ..pairs import check_pair_labels, check_pairs, check_points
+from ._base import PairLearnerMixin
+from ._siamese import SiameseLearner
+
+DEFAULT_MAX_ITER = {"lbfgs": 200, "sgd": 20000, "projected": 2000}
+NEGATIVE_EIGENVALUE_RTOL = 1e-6  # an eigenvalue below -rtol * max|eigenvalue| is "negative"
+PROJECTIONS = {"psd": project_psd, "diagonal": project_diagonal}
+
+
+class LDML(PairLearnerMixin, BaseEstimator):
+    """Logistic Discriminant based Metric Learning: a Mahalanobis metric and bias from pairs.
+
+    Models the probability that a pair is similar as ``p = sigma(b - d_M(x, y))``, ``d_M(x, y)
+    = (x - y)^T M (x - y)`` (seed 001 eqs. 1-2), and minimises ``J(M, b) = -1/n L + lam/2
+    ||M||_F^2``, L the log-likelihood of eq. 3 (gradient eq. 4, sign corrected in
+    :mod:`metricfit.losses.ldml`). The solvers work on M' with ``M = S M' S``, ``S = diag(1 /
+    rms(x - y))`` over the training pairs: a preconditioner (same minimiser, same sets).
+
+    M is free by default (as in seed 001's experiments); the scores use M itself. A
+    ``constraint`` keeps M in a convex set by Bertsekas' projected gradient (seed 001 ref. [3],
+    :func:`metricfit.optim.projected.minimize_projected`); ``solver`` and SGD options are unused.
+
+    Parameters
+    ----------
+    lam : float, default=1e-3
+        lambda, the weight of the ridge ``1/2 ||M||_F^2`` (b is not regularised).
+    constraint : {None, 'psd', 'diagonal'}, default=None
+        None: M free; 'psd': symmetric positive semi-definite (projection: symmetrise, clip
+        negative eigenvalues); 'diagonal': diagonal (projection: zero the off-diagonal).
+    init : {'identity', 'zeros'} or array of shape (d, d), default='identity'
+        M0, the start (projected onto the constraint set, if any). The bias starts at
+        ``b0 = median_i d_M0(x_i, y_i)`` over the training pairs, so p starts near 0.5.
+    solver : {'lbfgs', 'sgd'}, default='lbfgs'
+        Unconstrained solver: L-BFGS on all pairs, or momentum SGD with early stopping on a
+        held-out validation split (as the siamese learners). Ignored with a constraint.
+    max_iter : int, default=None
+        None: 200 (L-BFGS), 20000 (SGD steps), 2000 (projected gradient).
+    tol : float, default=1e-5
+        L-BFGS: largest gradient component; projected: ``||theta - P(theta - g)||`` (in M').
+    learning_rate, momentum, batch_size, validation_fraction : default=1e-3, 0.99, 2, 0.1
+        SGD step size, momentum, pairs per step (half similar), share of pairs held out.
+    validation_interval, n_iter_no_change, random_state : default=100, 20, None
+        SGD steps between validation checks, checks without improvement before stopping,
+        seed of the batches and of the validation split (as for :class:`metricfit.TSML`).
+    verbose : int, default=0
+        Print the cost at each iteration (check, for SGD) when > 0.
+    warm_start : bool, default=False
+        Start from the previous fit's ``metric_`` and ``bias_`` (projected, with a constraint).
+    callback : callable, default=None
+        ``callback(M, b, n_iter)`` after each iteration (check, for SGD).
+
+    Attributes
+    ----------
+    metric_ : ndarray of shape (d, d)
+        The learned M (not necessarily symmetric or PSD without a constraint).
+    bias_ : float
+        The learned b (eq. 2).
+    components_ : ndarray of shape (d, d)
+        L with ``L^T L`` = the PSD part of ``(M + M^T) / 2``; :meth:`transform` maps x to
+        ``L x``. A ``UserWarning`` at fit says when M had significantly negative eigenvalues,
+        so that the embedding reproduces the PSD part of M only.
+    threshold_ : float
+        Threshold on :meth:`pair_score`, calibrated for accuracy on the training pairs. The
+        model's own rule ``p >= 0.5`` is threshold 0 (``pair_score`` is the logit of p).
+    n_iter_ : int
+    classes_ : ndarray, [-1, 1]
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit import LDML
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2, 5))
+    >>> X[:20, 1] = X[:20, 0] + 0.1 * rng.normal(size=(20, 5))
+    >>> y = np.r_[np.ones(20), -np.ones(20)]
+    >>> LDML(constraint="psd").fit(X, y).score(X, y) > 0.9
+    True
+    """
+
+    _score_kind = "distance"
+    _parameter_constraints = {
+        **{name: SiameseLearner._parameter_constraints[name] for name in (
+            "lam", "max_iter", "tol", "learning_rate", "momentum", "batch_size",
+            "validation_fraction", "validation_interval", "n_iter_no_change", "random_state",
+            "verbose", "warm_start", "callback")},
+        "constraint": [StrOptions(set(PROJECTIONS)), None],
+        "init": [StrOptions({"identity", "zeros"}), "array-like"],
+        "solver": [StrOptions({"lbfgs", "sgd"})],
+    }
+
+    def __init__(self, lam=1e-3, *, constraint=None, init="identity", solver="lbfgs",
+                 max_iter=None, tol=1e-5, learning_rate=1e-3, momentum=0.99, batch_size=2,
+                 validation_fraction=0.1, validation_interval=100, n_iter_no_change=20,
+                 random_state=None, verbose=0, warm_start=False, callback=None):
+        self.lam = lam
+        self.constraint = constraint
+        self.init = init
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_rate = learning_rate
+        self.momentum = momentum
+        self.batch_size = batch_size
+        self.validation_fraction = validation_fraction
+        self.validation_interval = validation_interval
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.callback = callback
+
+    def fit(self, pairs, y):
+        """Learn M and b from labelled pairs, then calibrate ``threshold_`` on them.
+
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features)
+        y : array-like of shape (n_pairs,), +1 similar, -1 dissimilar ({0, 1} accepted)
+
+        Returns
+        -------
+        self
+        """
+        validate_params(self)
+        pairs = check_pairs(pairs)
+        s = check_pair_labels(y, pairs.shape[0], require_both=True)
+        d = self.n_features_in_ = pairs.shape[2]
+        D = pairs[:, 0] - pairs[:, 1]  # (n, d)
+        solver = "projected" if self.constraint else self.solver
+        train = self._train_mask(s, solver)
+        rms = np.sqrt(np.mean(np.square(D[train], dtype=np.float64), axis=0))
+        scale = 1 / np.where(rms > 0, rms, 1)  # precondition: M = S M' S, S = diag(1 / rms)
+        objective = ScaledObjective(ldml_loss.objective(
+            pairs[train, 0], pairs[train, 1], s[train], lam=self.lam),
+            np.append(np.outer(scale, scale).ravel(), 1.0))
+        theta0 = self._start(D[train], d) / objective.scale
+        result = self._minimize(solver, objective, theta0, D, s, ~train)
+        if not (result.success or (solver == "sgd" and result.status == 1)):
+            warnings.warn(f"[LDML] {solver} did not converge after {result.nit} iterations: "
+                          f"{result.message}. Increase max_iter or tol.", ConvergenceWarning)
+        M, b = ldml_loss.unpack(result.x * objective.scale, d)
+        self.metric_, self.bias_ = M.astype(pairs.dtype), float(b)
+        w, V = np.linalg.eigh(0.5 * (M + M.T))  # L^T L = PSD part of (M + M^T) / 2
+        self.components_ = (np.sqrt(np.clip(w, 0, None))[:, None] * V.T).astype(pairs.dtype)
+        if w[0] < -NEGATIVE_EIGENVALUE_RTOL * max(np.abs(w).max(), np.finfo(float).tiny):
+            warnings.warn(f"[LDML] metric_ has negative eigenvalues ({w[0]:.3g}; largest "
+                          f"{w[-1]:.3g}): transform and components_ give its PSD part only "
+                          "(pair_score uses metric_). Use constraint='psd' to embed it exactly.")
+        self.n_iter_, self.classes_ = int(result.nit), np.array([-1, 1])
+        return self.calibrate_threshold(pairs, s)
+
+    def _train_mask(self, s, solver):
+        n = s.shape[0]
+        train = np.ones(n, dtype=bool)
+        if solver == "sgd":  # stratified validation split for early stopping
+            train[train_test_split(np.arange(n), stratify=s, test_size=self.validation_fraction,
+                                   random_state=self.random_state)[1]] = False
+        return train
+
+    def _start(self, D, d):
+        """theta0 = [M0, b0]: the previous fit (warm start) or init with b0 = median d_M0."""
+        if self.warm_start and getattr(self, "metric_", np.empty(0)).shape == (d, d):
+            return ldml_loss.pack(self.metric_.astype(np.float64), self.bias_)
+        if isinstance(self.init, str):
+            M0 = np.eye(d) if self.init == "identity" else np.zeros((d, d))
+        else:
+            M0 = np.asarray(self.init, dtype=np.float64)
+            if M0.shape != (d, d) or not np.isfinite(M0).all():
+                raise ValueError(f"init must have shape (n_features, n_features) = ({d}, {d}) "
+                                 f"and finite values, got shape {M0.shape}.")
+        if self.constraint:
+            M0 = PROJECTIONS[self.constraint](M0)
+        return ldml_loss.pack(M0, np.median(np.einsum("ij,ij->i", D @ M0.astype(D.dtype), D)))
+
+    def _minimize(self, solver, objective, theta0, D, s, validation):
+        d = self.n_features_in_
+        options = {"max_iter": self.max_iter or DEFAULT_MAX_ITER[solver],
+                   "callback": self._on_iteration(d, objective.scale),
+                   "random_state": self.random_state}
+        if solver == "projected":
+            def project(theta, project_M=PROJECTIONS[self.constraint]):  # M' only, not b
+                return np.append(project_M(theta[:-1].reshape(d, d)).ravel(), theta[-1])
+
+            return minimize_projected(objective, theta0, project, tol=self.tol, **options)
+        if solver == "lbfgs":
+            return minimize(objective, theta0, solver="lbfgs", tol=self.tol, **options)
+
+        def accuracy(theta):
+            M, b = ldml_loss.unpack(theta * objective.scale, d)
+            Dv = D[validation]
+            return max_decision_accuracy(s[validation], b - np.einsum("ij,ij->i", Dv @ M, Dv))[0]
+
+        return minimize(objective, theta0, solver="sgd", learning_rate=self.learning_rate,
+                        momentum=self.momentum, batch_size=self.batch_size, validation=accuracy,
+                        check_every=self.validation_interval,
+                        n_iter_no_change=self.n_iter_no_change, **options)
+
+    def _on_iteration(self, d, scale):
+        def report(theta, J, n_iter):
+            if self.verbose:
+                print(f"[LDML] iteration {n_iter:6d}  cost {J:.6f}")
+            if self.callback is not None:
+                self.callback(*ldml_loss.unpack(theta * scale, d), n_iter)
+        return report if (self.verbose or self.callback) else None
+
+    def _check_pairs(self, pairs):
+        check_is_fitted(self)
+        return check_pairs(pairs, n_features=self.n_features_in_)  # zero vectors are fine
+
+    def pair_distance(self, pairs):
+        """``d_M(x, y) = (x - y)^T M (x - y)`` with the learned M (eq. 1), shape (n_pairs,)."""
+        pairs = self._check_pairs(pairs)
+        D = pairs[:, 0] - pairs[:, 1]
+        return np.einsum("ij,ij->i", D @ self.metric_.astype(D.dtype), D)
+
+    def pair_score(self, pairs):
+        """``b - d_M(x, y)``, the logit of p (eq. 2): higher = more similar, shape (n_pairs,)."""
+        return -self.pair_distance(pairs) + self.bias_  # checks fitted first
+
+    def predict_proba(self, pairs):
+        """``[[1 - p, p]]`` per pair, ``p = sigma(b - d_M)`` (eq. 2); columns follow ``classes_``
+        ([-1, 1]). Returns an array of shape (n_pairs, 2)."""
+        u = self.pair_score(pairs)
+        return np.column_stack([expit(-u), expit(u)])
+
+    def transform(self, X):
+        """``L x`` for points (n, d) -> (n, d) or pairs (n, 2, d) -> (n, 2, d), with
+        ``components_`` L (``|L x - L y|^2 = d_M(x, y)`` for a PSD M)."""
+        check_is_fitted(self)
+        check = check_pairs if np.ndim(X) == 3 else check_points
+        X = check(X, n_features=self.n_features_in_)
+        return X @ self.components_.T.astype(X.dtype)
