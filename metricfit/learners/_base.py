@@ -3,10 +3,21 @@ score), built on a learner's ``transform`` and ``threshold_``."""
 
 import numpy as np
 from sklearn.base import ClassifierMixin, TransformerMixin
+from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 
 from .. import metrics
 from ..pairs import check_pair_labels, check_pairs
+
+
+def validation_split(s, validation_fraction, random_state):
+    """Boolean mask of the training pairs after holding out a stratified validation share
+    (for early stopping); the held-out pairs are ``~mask``."""
+    train = np.ones(s.shape[0], dtype=bool)
+    held_out = train_test_split(np.arange(s.shape[0]), test_size=validation_fraction,
+                                stratify=s, random_state=random_state)[1]
+    train[held_out] = False
+    return train
 
 
 def cosine_rows(P1, P2):

@@ -14,7 +14,6 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, StrOptions, validate_params
@@ -23,7 +22,7 @@ from ..metrics import max_decision_accuracy
 from ..optim import SOLVERS, minimize
 from ..pairs import check_pair_labels, check_pairs, check_points
 from ..whitening import WCCN
-from ._base import PairLearnerMixin
+from ._base import PairLearnerMixin, validation_split
 
 DEFAULT_MAX_ITER = {"lbfgs": 200, "sgd": 20000}
 N_TRAIN_SCORE_PAIRS = 2000  # training pairs scored at each SGD check, for the learning curve
@@ -153,14 +152,10 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
     def _split(self, s):
         """Boolean masks (train, validation): SGD holds out a stratified validation set for
         early stopping (seed 004 Algorithm 1); L-BFGS trains on all pairs."""
-        everything = np.ones(s.shape[0], dtype=bool)
         if self.solver != "sgd":
-            return everything, None
-        _, held_out = train_test_split(np.arange(s.shape[0]), test_size=self.validation_fraction,
-                                       stratify=s, random_state=self.random_state)
-        validation = np.zeros_like(everything)
-        validation[held_out] = True
-        return ~validation, validation
+            return np.ones(s.shape[0], dtype=bool), None
+        train = validation_split(s, self.validation_fraction, self.random_state)
+        return train, ~train
 
     def _make_mapping(self):
         d = self.n_features_in_

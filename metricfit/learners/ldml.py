@@ -6,7 +6,6 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import StrOptions, validate_params
@@ -15,7 +14,7 @@ from ..metrics import max_decision_accuracy
 from ..optim import minimize
 from ..optim.projected import ScaledObjective, minimize_projected, project_diagonal, project_psd
 from ..pairs import check_pair_labels, check_pairs, check_points
-from ._base import PairLearnerMixin
+from ._base import PairLearnerMixin, validation_split
 from ._siamese import SiameseLearner
 
 DEFAULT_MAX_ITER = {"lbfgs": 200, "sgd": 20000, "projected": 2000}
@@ -167,12 +166,9 @@ class LDML(PairLearnerMixin, BaseEstimator):
         return self.calibrate_threshold(pairs, s)
 
     def _train_mask(self, s, solver):
-        n = s.shape[0]
-        train = np.ones(n, dtype=bool)
-        if solver == "sgd":  # stratified validation split for early stopping
-            train[train_test_split(np.arange(n), stratify=s, test_size=self.validation_fraction,
-                                   random_state=self.random_state)[1]] = False
-        return train
+        if solver != "sgd":
+            return np.ones(s.shape[0], dtype=bool)
+        return validation_split(s, self.validation_fraction, self.random_state)
 
     def _start(self, D, d):
         """theta0 = [M0, b0]: the previous fit (warm start) or init with b0 = median d_M0."""
