@@ -253,11 +253,11 @@ def test_ldml_attributes_labels_and_float32(data):
 
 def test_ldml_sgd_zeros_init_and_warm_start(data):
     pairs, y = data
-    sgd = quiet(LDML(solver="sgd", learning_rate=1e-3, batch_size=20, max_iter=3000,
-                     validation_interval=100, random_state=0).fit, pairs, y)
+    sgd = quiet(LDML(solver="sgd", learning_rate=1e-3, momentum=0.99, batch_size=20,
+                     max_iter=3000, validation_interval=100, random_state=0).fit, pairs, y)
     assert sgd.score(pairs, y) > 0.75 and 0 < sgd.n_iter_ <= 3000
-    again = quiet(LDML(solver="sgd", learning_rate=1e-3, batch_size=20, max_iter=3000,
-                       validation_interval=100, random_state=0).fit, pairs, y)
+    again = quiet(LDML(solver="sgd", learning_rate=1e-3, momentum=0.99, batch_size=20,
+                       max_iter=3000, validation_interval=100, random_state=0).fit, pairs, y)
     np.testing.assert_array_equal(again.metric_, sgd.metric_)
     zeros = quiet(LDML(init="zeros", constraint="diagonal").fit, pairs, y)
     assert zeros.score(pairs, y) > 0.75

@@ -154,7 +154,7 @@ def test_generator_random_state_is_accepted():
 
 
 def test_early_stopping_returns_best_validation_model():
-    scores = [1.0, 3.0, 2.0, 5.0, 4.0, 4.5, 5.0, 9.0]  # best at check 4, then 3 stale checks
+    scores = [1.0, 3.0, 2.0, 5.0, 4.0, 4.5, 5.0, 9.0]  # checks at steps 0, 10, ...: best at 30
     seen = []
 
     def validation(x):
@@ -165,10 +165,10 @@ def test_early_stopping_returns_best_validation_model():
     result = minimize_sgd(f, np.zeros(2), max_iter=10_000, learning_rate=1e-3, momentum=0.9,
                           validation=validation, check_every=10, n_iter_no_change=3)
     assert result.status == 0 and result.success
-    assert len(seen) == 7 and result.nit == 70
+    assert len(seen) == 7 and result.nit == 60
     np.testing.assert_array_equal(result.x, seen[3])
-    assert result.best_step == 40
-    assert result.curves["step"] == [10, 20, 30, 40, 50, 60, 70]
+    assert result.best_step == 30
+    assert result.curves["step"] == [0, 10, 20, 30, 40, 50, 60]
     assert result.curves["validation"] == scores[:7]
     assert result.curves["train"] == []
 
@@ -195,8 +195,9 @@ def test_max_iter_checks_at_the_end_and_callback_at_checks():
                           train_score=lambda x: -f(x)[0],
                           callback=lambda x, J, it: calls.append((it, J, x.copy())))
     assert result.status == 1 and not result.success and result.nit == 250
-    assert [it for it, _, _ in calls] == [100, 200, 250] == result.curves["step"]
-    assert len(result.curves["train"]) == 3
+    assert [it for it, _, _ in calls] == [100, 200, 250]  # callbacks follow steps
+    assert result.curves["step"] == [0, 100, 200, 250]  # the start is checked too
+    assert len(result.curves["train"]) == 4
     assert result.best_step == 250
     np.testing.assert_array_equal(calls[-1][2], result.x)
     assert np.isfinite([J for _, J, _ in calls]).all()
@@ -215,7 +216,8 @@ def test_nan_gradient_stops_with_finite_best_model():
                           check_every=10, validation=lambda x: float(x.sum()))
     assert result.status == 2 and not result.success and "non-finite" in result.message
     assert result.nit == 35 and np.isfinite(result.x).all()
-    assert result.curves["step"] == [10, 20, 30, 35] and result.best_step == 35
+    # no final check of the iterate before the failure: the best checked model is returned
+    assert result.curves["step"] == [0, 10, 20, 30] and result.best_step == 30
 
 
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")
@@ -241,3 +243,13 @@ def test_tol_stops_on_small_gradient():
 def test_invalid_options(options, match):
     with pytest.raises(ValueError, match=match):
         minimize_sgd(rosenbrock, np.zeros(2), **options)
+
+
+def test_start_is_a_candidate_so_sgd_never_returns_worse():
+    """Every step makes the validation score worse: the start (step 0) must come back."""
+    f = quadratic(np.eye(2), np.ones(2))
+    result = minimize_sgd(f, np.zeros(2), max_iter=500, learning_rate=1e-2, momentum=0.0,
+                          validation=lambda x: -float(np.linalg.norm(x)), check_every=10,
+                          n_iter_no_change=3)
+    np.testing.assert_array_equal(result.x, np.zeros(2))
+    assert result.best_step == 0 and result.curves["step"] == [0, 10, 20, 30]

@@ -20,6 +20,14 @@ def validation_split(s, validation_fraction, random_state):
     return train
 
 
+def validation_accuracy(s, scores):
+    """maxDA of ``scores`` on labelled pairs; 0 (the worst) when a diverged model gives
+    non-finite scores, so early stopping passes it over instead of failing."""
+    if not np.isfinite(scores).all():
+        return 0.0
+    return metrics.max_decision_accuracy(s, scores)[0]
+
+
 def cosine_rows(P1, P2):
     """Row-wise cosine similarity of (n, k) arrays; 0 where an embedding is zero."""
     dots = np.einsum("ij,ij->i", P1, P2)

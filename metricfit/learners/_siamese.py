@@ -18,11 +18,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, StrOptions, validate_params
 from ..mappings import MAPPINGS, MappedObjective, l2_normalise
-from ..metrics import max_decision_accuracy
 from ..optim import SOLVERS, minimize
 from ..pairs import check_pair_labels, check_pairs, check_points
 from ..whitening import WCCN
-from ._base import PairLearnerMixin, validation_split
+from ._base import PairLearnerMixin, validation_accuracy, validation_split
 
 DEFAULT_MAX_ITER = {"lbfgs": 200, "sgd": 20000}
 N_TRAIN_SCORE_PAIRS = 2000  # training pairs scored at each SGD check, for the learning curve
@@ -74,8 +73,8 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         max_iter=None,
         tol=1e-5,
         learning_rate=1e-3,
-        momentum=0.99,
-        batch_size=2,
+        momentum=0.9,
+        batch_size=32,
         validation_fraction=0.1,
         validation_interval=100,
         n_iter_no_change=20,
@@ -221,8 +220,8 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
 
         def accuracy_on(rows):
             pairs, labels = inputs[rows], s[rows]  # copied once, scored at every check
-            return lambda theta: max_decision_accuracy(
-                labels, self._embedded_scores(mapping, theta, pairs))[0]
+            return lambda theta: validation_accuracy(
+                labels, self._embedded_scores(mapping, theta, pairs))
 
         return dict(options, learning_rate=self.learning_rate, momentum=self.momentum,
                     batch_size=self.batch_size, validation=accuracy_on(validation),

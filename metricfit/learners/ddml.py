@@ -49,7 +49,7 @@ class DDML(SiameseLearner):
 
     def __init__(self, n_components=None, *, T=10.0, tau=1.0, mapping="linear", n_hidden=None,
                  normalize=False, init="auto", lam=1e-3, similar_only=False, solver="lbfgs",
-                 max_iter=None, tol=1e-5, learning_rate=1e-3, momentum=0.99, batch_size=2,
+                 max_iter=None, tol=1e-5, learning_rate=1e-3, momentum=0.9, batch_size=32,
                  validation_fraction=0.1, validation_interval=100, n_iter_no_change=20,
                  random_state=None, verbose=0, warm_start=False, callback=None):
         super().__init__(

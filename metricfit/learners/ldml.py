@@ -10,11 +10,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import StrOptions, validate_params
 from ..losses import ldml as ldml_loss
-from ..metrics import max_decision_accuracy
 from ..optim import minimize
 from ..optim.projected import ScaledObjective, minimize_projected, project_diagonal, project_psd
 from ..pairs import check_pair_labels, check_pairs, check_points
-from ._base import PairLearnerMixin, validation_split
+from ._base import PairLearnerMixin, validation_accuracy, validation_split
 from ._siamese import SiameseLearner
 
 DEFAULT_MAX_ITER = {"lbfgs": 200, "sgd": 20000, "projected": 2000}
@@ -52,7 +51,7 @@ class LDML(PairLearnerMixin, BaseEstimator):
         None: 200 (L-BFGS), 20000 (SGD steps), 2000 (projected gradient).
     tol : float, default=1e-5
         L-BFGS: largest gradient component; projected: ``||theta - P(theta - g)||`` (in M').
-    learning_rate, momentum, batch_size, validation_fraction : default=1e-3, 0.99, 2, 0.1
+    learning_rate, momentum, batch_size, validation_fraction : default=1e-3, 0.9, 32, 0.1
         SGD step size, momentum, pairs per step (half similar), share of pairs held out.
     validation_interval, n_iter_no_change, random_state : default=100, 20, None
         SGD steps between validation checks, checks without improvement before stopping,
@@ -105,7 +104,7 @@ class LDML(PairLearnerMixin, BaseEstimator):
     }
 
     def __init__(self, lam=1e-3, *, constraint=None, init="identity", solver="lbfgs",
-                 max_iter=None, tol=1e-5, learning_rate=1e-3, momentum=0.99, batch_size=2,
+                 max_iter=None, tol=1e-5, learning_rate=1e-3, momentum=0.9, batch_size=32,
                  validation_fraction=0.1, validation_interval=100, n_iter_no_change=20,
                  random_state=None, verbose=0, warm_start=False, callback=None):
         self.lam = lam
@@ -201,7 +200,7 @@ class LDML(PairLearnerMixin, BaseEstimator):
         def accuracy(theta):
             M, b = ldml_loss.unpack(theta * objective.scale, d)
             Dv = D[validation]
-            return max_decision_accuracy(s[validation], b - np.einsum("ij,ij->i", Dv @ M, Dv))[0]
+            return validation_accuracy(s[validation], b - np.einsum("ij,ij->i", Dv @ M, Dv))
 
         return minimize(objective, theta0, solver="sgd", learning_rate=self.learning_rate,
                         momentum=self.momentum, batch_size=self.batch_size, validation=accuracy,

@@ -75,9 +75,9 @@ def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_stat
         mini-batch has Euclidean norm below ``tol``. With mini-batches this is a noisy
         test; 0 disables it.
     callback : callable, default=None
-        ``callback(x, J, n_iter)`` at every check (see ``check_every``), with x the current
-        iterate, J the cost of the last mini-batch (evaluated before the step that produced
-        x; NaN if no step was taken) and n_iter the number of steps so far.
+        ``callback(x, J, n_iter)`` at every check after a step (not at the step-0 check of
+        the start), with x the current iterate, J the cost of the last mini-batch (evaluated
+        before the step that produced x) and n_iter the number of steps so far.
     random_state : int, RandomState, Generator or None, default=None
         Seeds the mini-batch draws; a fixed seed reproduces the run bit for bit.
     learning_rate : float, default=1e-3
@@ -93,7 +93,8 @@ def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_stat
         ``validation(x) -> float``, higher is better (e.g. verification accuracy on held-out
         pairs). Evaluated at every check; the best x is kept and returned.
     check_every : int, default=100
-        Check every this many steps (Algorithm 1's F_t) and once more at the end.
+        Check at the start (step 0), every this many steps (Algorithm 1's F_t) and once more
+        at the end unless the run stopped on a non-finite value.
     n_iter_no_change : int or None, default=20
         With ``validation``, stop after this many consecutive checks without a strict
         improvement of the best score. None disables early stopping.
@@ -121,13 +122,13 @@ def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_stat
     velocity = np.zeros_like(x)  # (n_params,)
     curves = {"step": [], "validation": [], "train": []}
     best = {"score": -np.inf, "x": x.copy(), "step": 0, "stale": 0}
-    J, nfev, nit, status, last_check = np.nan, 0, 0, 1, -1
+    J, nfev, nit, status = np.nan, 0, 0, 1
 
     def check():
         curves["step"].append(nit)
         if train_score is not None:
             curves["train"].append(float(train_score(x)))
-        if callback is not None:
+        if callback is not None and nit > 0:
             callback(x, J, nit)
         if validation is None:
             return False
@@ -139,7 +140,9 @@ def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_stat
             best["stale"] += 1
         return n_iter_no_change is not None and best["stale"] >= n_iter_no_change
 
-    while nit < max_iter:
+    stop = check()  # step 0: the start is a candidate too, so SGD never returns worse
+    last_check = 0
+    while nit < max_iter and not stop:
         J_t, G = fun.batch(x, draw()) if draw is not None else fun(x)
         nfev += 1
         J_t, G = float(J_t), np.asarray(G, dtype=np.float64).ravel()  # (n_params,)
@@ -158,10 +161,10 @@ def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_stat
         x, nit = x_new, nit + 1
         if nit % check_every == 0:
             last_check = nit
-            if check():
-                status = 0
-                break
-    if last_check != nit:
+            stop = check()
+    if stop:
+        status = 0
+    if last_check != nit and status != 2:  # a diverged last iterate is not a candidate
         check()
     if validation is None:
         best.update(x=x, step=nit)
