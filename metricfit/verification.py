@@ -133,7 +133,8 @@ def digits_split(labels, n_pairs=1000, random_state=0):
     labels = np.asarray(labels)
     order = rng.permutation(labels.shape[0])
     quarter = labels.shape[0] // 4
-    parts = {"train": order[2 * quarter:], "val": order[:quarter], "test": order[quarter:2 * quarter]}
+    parts = {"train": order[2 * quarter:], "val": order[:quarter],
+             "test": order[quarter:2 * quarter]}
     out = {}
     for split, rows in parts.items():
         index_pairs, y = sample_pairs(labels[rows], n_pairs, n_pairs, random_state=rng)

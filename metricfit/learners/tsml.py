@@ -6,7 +6,7 @@ from ._siamese import SiameseLearner
 
 
 class TSML(SiameseLearner):
-    __doc__ = f"""Triangular Similarity Metric Learning: a mapping ``x -> f(x, W)`` learned from pairs.
+    __doc__ = f"""Triangular Similarity Metric Learning: a mapping ``x -> f(x, W)`` from pairs.
 
     Minimises seed 002 eq. 9 (seed 004 eq. 1),
     ``J = 1/n sum_i [1/2 |a_i|^2 + 1/2 |b_i|^2 - |a_i + s_i b_i| + 1] + lam/2 |W - W0|^2``
