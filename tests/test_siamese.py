@@ -110,3 +110,13 @@ def test_bad_parameter_combinations(data):
         TSML(solver="adam").fit(pairs, y)
     with pytest.raises(ValueError, match="'validation_fraction' parameter"):
         TSML(solver="sgd", validation_fraction=1.0).fit(pairs, y)
+
+
+def test_warm_start_after_a_change_of_mapping_starts_cold(data):
+    pairs, y = data
+    est = TSML(n_components=3, warm_start=True, max_iter=20).fit(pairs, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.set_params(mapping="tanh").fit(pairs, y)  # different parameter vector: cold start
+        est.set_params(n_components=4, mapping="linear").fit(pairs, y)
+    assert est.components_.shape == (4, 8)

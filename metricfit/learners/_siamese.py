@@ -131,7 +131,7 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         train, validation = self._split(s)
         mapping = self._make_mapping()
         theta0, reference = self._initial_params(mapping, inputs[train], s[train], pairs.dtype)
-        start = self._theta() if self.warm_start and hasattr(self, "mapping_") else theta0
+        start = self._theta() if self._warm(mapping) else theta0
         fitted = train & (s == 1) if self.similar_only else train
         objective = self._objective(mapping, inputs[fitted], s[fitted], reference)
         result = minimize(objective, start, solver=self.solver,
@@ -142,6 +142,10 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         self.curves_ = getattr(result, "curves", None)
         self.classes_ = np.array([-1, 1])
         return self.calibrate_threshold(pairs, s)
+
+    def _warm(self, mapping):
+        """Warm start only from a previous fit of the same mapping and sizes."""
+        return self.warm_start and repr(getattr(self, "mapping_", None)) == repr(mapping)
 
     def _normalised(self, X):
         if not self.normalize:
