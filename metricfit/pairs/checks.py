@@ -1,4 +1,4 @@
-"""The pair data model: one validator for pairs, points and pair labels, shared by every learner.
+"""Validators of the pair data model: pairs, points and pair labels, shared by every learner.
 
 Conventions
 -----------
@@ -13,12 +13,7 @@ y : ndarray of shape (n_pairs,)
 
 import numpy as np
 
-__all__ = [
-    "check_pairs",
-    "check_points",
-    "check_pair_labels",
-    "sample_pairs",
-]
+__all__ = ["check_pairs", "check_points", "check_pair_labels"]
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
@@ -170,74 +165,3 @@ def check_pair_labels(y, n_pairs, *, require_both=True):
             "pairs are needed."
         )
     return s
-
-
-ENUMERATE_LIMIT = 2_000_000  # candidate pairs listed outright below this; sampled above it
-
-
-def sample_pairs(labels, n_similar, n_dissimilar, random_state=None):
-    """Draw pairs of sample indices from class labels, without repeating a pair.
-
-    Similar pairs are drawn from the within-class pairs (listed class by class); dissimilar
-    pairs from all pairs of different classes (listed when there are few samples, otherwise
-    by rejection sampling), so memory stays O(within-class pairs + requested pairs).
-
-    Parameters
-    ----------
-    labels : array-like of shape (n_samples,)
-        Class (identity) label of each sample.
-    n_similar, n_dissimilar : int
-        How many pairs of each kind to draw; capped at the number that exist.
-    random_state : int, RandomState or None
-
-    Returns
-    -------
-    index_pairs : ndarray of shape (n_pairs, 2), int64
-        Row indices into the samples (i < j in each pair); similar pairs first.
-    y : ndarray of shape (n_pairs,), int8 in {-1, +1}
-    """
-    from sklearn.utils import check_random_state
-
-    labels = np.asarray(labels)
-    rng = check_random_state(random_state)
-    similar = _within_class_pairs(labels)
-    take = rng.choice(similar.shape[0], size=min(n_similar, similar.shape[0]), replace=False)
-    similar = similar[np.sort(take)]
-    dissimilar = _dissimilar_pairs(labels, n_dissimilar, rng)
-    index_pairs = np.concatenate([similar, dissimilar]).astype(np.int64)
-    y = np.concatenate([np.ones(len(similar), np.int8), -np.ones(len(dissimilar), np.int8)])
-    return index_pairs, y
-
-
-def _within_class_pairs(labels):
-    """All (i, j), i < j, with labels[i] == labels[j], class by class, sorted."""
-    order = np.argsort(labels, kind="stable")
-    _, starts, counts = np.unique(labels[order], return_index=True, return_counts=True)
-    blocks = [np.empty((0, 2), np.int64)]
-    for start, count in zip(starts, counts):
-        if count > 1:
-            i, j = np.triu_indices(count, k=1)
-            members = np.sort(order[start:start + count])
-            blocks.append(np.stack([members[i], members[j]], axis=1))
-    pairs = np.concatenate(blocks)
-    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
-
-
-def _dissimilar_pairs(labels, count, rng):
-    n = labels.shape[0]
-    if n * (n - 1) // 2 <= ENUMERATE_LIMIT:
-        i, j = np.triu_indices(n, k=1)
-        different = np.flatnonzero(labels[i] != labels[j])
-        take = np.sort(rng.choice(different, size=min(count, different.size), replace=False))
-        return np.stack([i[take], j[take]], axis=1)
-    _, class_sizes = np.unique(labels, return_counts=True)
-    available = n * (n - 1) // 2 - int(np.sum(class_sizes * (class_sizes - 1) // 2))
-    count = min(count, available)
-    found = np.empty((0, 2), np.int64)
-    while found.shape[0] < count:
-        draw = rng.randint(0, n, size=(2 * (count - found.shape[0]) + 16, 2))
-        draw = draw[labels[draw[:, 0]] != labels[draw[:, 1]]]
-        draw = np.sort(draw, axis=1)
-        found = np.unique(np.concatenate([found, draw]), axis=0)
-    keep = np.sort(rng.choice(found.shape[0], size=count, replace=False))
-    return found[keep]

@@ -1,0 +1,48 @@
+"""Pairs: the pair data model, pair generation and identity-disjoint evaluation protocols.
+
+Conventions
+-----------
+pairs : ndarray of shape (n_pairs, 2, n_features)
+    ``pairs[i, 0]`` and ``pairs[i, 1]`` are the two vectors ``x_i`` and ``y_i`` of pair i.
+    Protocols may also use index pairs, an int array of shape (n_pairs, 2) of sample rows.
+y : ndarray of shape (n_pairs,)
+    The pair labels. The toolkit's coding is ``s_i = +1`` for a similar pair (same identity)
+    and ``s_i = -1`` for a dissimilar one. Also accepted: ``{0, 1}`` and booleans, with
+    1 / True = similar (the coding of the LFW protocol files). Anything else is an error.
+    Learners always predict in the {-1, +1} coding.
+
+Modules
+-------
+checks
+    :func:`check_pairs`, :func:`check_points`, :func:`check_pair_labels`.
+generation
+    :func:`sample_pairs`; :func:`fold_pairs` (pairs within folds, the restricted setting)
+    and :func:`unrestricted_pairs` (pairs among training samples, the unrestricted setting).
+identity, protocols, lfw
+    :func:`identity_folds`; the CV splitters over pairs :class:`PredefinedPairFolds`,
+    :class:`FoldRotation` (seed 002 III.A) and :class:`IdentityDisjointPairSplit`;
+    :func:`lfw_view2_splitter`, :func:`lfw_unrestricted_training_pairs`.
+"""
+
+from .checks import FLOAT_DTYPES, check_pair_labels, check_pairs, check_points  # noqa: F401
+from .generation import (  # noqa: F401
+    ENUMERATE_LIMIT, fold_pairs, sample_pairs, unrestricted_pairs,
+)
+from .identity import IdentityDisjointPairSplit, identity_folds
+from .lfw import lfw_unrestricted_training_pairs, lfw_view2_splitter
+from .protocols import FoldRotation, PredefinedPairFolds
+
+__all__ = [
+    "check_pairs",
+    "check_points",
+    "check_pair_labels",
+    "sample_pairs",
+    "fold_pairs",
+    "unrestricted_pairs",
+    "identity_folds",
+    "PredefinedPairFolds",
+    "FoldRotation",
+    "IdentityDisjointPairSplit",
+    "lfw_view2_splitter",
+    "lfw_unrestricted_training_pairs",
+]
