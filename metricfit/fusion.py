@@ -1,0 +1,236 @@
+"""Score-level fusion of several fitted pair scorers (seed 002 section IV.D, seed 001 section 5.3).
+
+Seed 002 IV.D: "For each pair of vectors, all the corresponding similarity scores compose a new
+short vector which can be used to predict the final decision [...] employ a linear support
+vector machine (SVM) [...] we train an SVM model on the validation set and make prediction on
+the test set." Seed 001 5.3: "The linear combinations are learnt using a logistic discriminant
+model for each fold independently."
+
+.. warning::
+   Fit :class:`ScoreFusion` on pairs the base estimators were NOT trained on -- the
+   validation fold of the 8/1/1 rotation (seed 002 IV.D). On their own training pairs the base
+   scores are optimistically separated (each learner overfits them to a different degree), so
+   the fusion weights learnt there trust the most overfitted scorer and generalise badly.
+"""
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
+from sklearn.utils.validation import check_is_fitted
+
+from . import metrics
+from .pairs import check_pair_labels, check_pairs
+
+__all__ = ["ScoreFusion", "stack_scores"]
+
+METHODS = ("svm", "logistic")
+RESPONSE_METHODS = ("pair_score", "decision_function")  # first one found is used
+
+
+def _check_estimators(estimators):
+    """``[(name, estimator, selector)]`` from ``(name, estimator[, selector])`` entries."""
+    if isinstance(estimators, (str, bytes)) or not hasattr(estimators, "__iter__"):
+        raise ValueError(f"estimators must be a list of (name, estimator[, selector]) tuples, "
+                         f"got {estimators!r}.")
+    checked = []
+    for entry in estimators:
+        if not isinstance(entry, (tuple, list)) or len(entry) not in (2, 3):
+            raise ValueError(f"each estimator must be (name, estimator) or (name, estimator, "
+                             f"selector), got {entry!r}.")
+        name, est, selector = (*entry, None) if len(entry) == 2 else entry
+        if not isinstance(name, str):
+            raise ValueError(f"estimator names must be strings, got {name!r}.")
+        if not any(callable(getattr(est, m, None)) for m in RESPONSE_METHODS):
+            raise ValueError(f"estimator {name!r} ({type(est).__name__}) has neither "
+                             "pair_score nor decision_function.")
+        try:
+            check_is_fitted(est)
+        except NotFittedError as exc:
+            raise ValueError(f"estimator {name!r} ({type(est).__name__}) is not fitted: "
+                             "ScoreFusion uses the base estimators as given (never fits them); "
+                             "fit them on the training fold first.") from exc
+        except TypeError:
+            pass  # a plain scorer without fit: nothing to check
+        checked.append((name, est, selector))
+    if not checked:
+        raise ValueError("estimators is empty: give at least one (name, estimator) pair.")
+    names = [name for name, _, _ in checked]
+    if len(set(names)) != len(names):
+        raise ValueError(f"estimator names must be unique, got {names}.")
+    return checked
+
+
+def _route(checked, inputs):
+    """One input per estimator: a list/tuple (in order), a dict by name, or one shared array."""
+    names = [name for name, _, _ in checked]
+    if isinstance(inputs, dict):
+        if set(inputs) != set(names):
+            raise ValueError(f"inputs keys {sorted(map(str, inputs))} must be exactly the "
+                             f"estimator names {sorted(names)}.")
+        return [inputs[name] for name in names]
+    if isinstance(inputs, (list, tuple)):
+        if len(inputs) != len(names):
+            raise ValueError(f"inputs holds {len(inputs)} pair arrays for {len(names)} "
+                             "estimators: give one per estimator, in order (or a dict).")
+        return list(inputs)
+    return [inputs] * len(names)
+
+
+def _select(pairs, selector, name):
+    pairs = check_pairs(pairs, what=f"inputs of estimator {name!r}")
+    if selector is None:
+        return pairs
+    if callable(selector):
+        return selector(pairs)
+    return pairs[:, :, selector]
+
+
+def stack_scores(estimators, inputs):
+    """Similarity scores of the same pairs under several fitted estimators, one column each.
+
+    Parameters
+    ----------
+    estimators : list of (name, estimator) or (name, estimator, selector)
+        Fitted estimators with ``pair_score`` (used if present) or ``decision_function``,
+        higher = more similar. ``selector`` (optional) picks the estimator's features from
+        its input pairs: feature indices, a boolean mask or a slice along the feature axis
+        (``pairs[:, :, selector]``), or a callable ``selector(pairs) -> pairs``.
+    inputs : list of arrays, dict name -> array, or array of shape (n_pairs, 2, n_features)
+        The SAME pairs as seen by each estimator (one descriptor each): a list in the order
+        of ``estimators``, a dict by name, or one array shared by all (then usually split
+        by the selectors; the only form scikit-learn's cross-validation can slice).
+
+    Returns
+    -------
+    scores : ndarray of shape (n_pairs, n_estimators)
+
+    Raises
+    ------
+    ValueError
+        Unfitted or unusable estimators, inputs not matching the estimators, inputs with
+        different numbers of pairs, or non-finite scores.
+    """
+    checked = _check_estimators(estimators)
+    columns, n_pairs = [], None
+    for (name, est, selector), pairs in zip(checked, _route(checked, inputs)):
+        pairs = _select(pairs, selector, name)
+        if n_pairs is None:
+            n_pairs = len(pairs)
+        elif len(pairs) != n_pairs:
+            raise ValueError(f"inputs of estimator {name!r} hold {len(pairs)} pairs, those of "
+                             f"{checked[0][0]!r} {n_pairs}: all must describe the same pairs.")
+        method = next(m for m in RESPONSE_METHODS if callable(getattr(est, m, None)))
+        score = np.asarray(getattr(est, method)(pairs), dtype=np.float64)
+        if score.shape != (n_pairs,) or not np.isfinite(score).all():
+            raise ValueError(f"estimator {name!r}.{method} must return {n_pairs} finite "
+                             f"scores, got shape {score.shape}.")
+        columns.append(score)
+    return np.column_stack(columns)
+
+
+class ScoreFusion(ClassifierMixin, BaseEstimator):
+    """Linear fusion of the scores of several fitted pair scorers, trained on held-out pairs.
+
+    Each pair becomes the short vector of its base scores (:func:`stack_scores`), standardised
+    (``StandardScaler``), and a linear classifier decides similar / dissimilar: a linear SVM as
+    in seed 002 section IV.D (TSML-fusion of 12 scores) or a logistic discriminant as in seed
+    001 section 5.3 (LDML / LDML+MkNN combinations).
+
+    .. warning::
+       ``fit`` on the VALIDATION fold only (seed 002 IV.D: "we train an SVM model on the
+       validation set and make prediction on the test set"), never on the pairs the base
+       estimators were trained on: their training scores are over-optimistic, so fusion
+       weights fitted there overfit. The base estimators are used as given, never refitted
+       (``clone`` shares them, so ``cross_val_score`` refits only the fusion).
+
+    Parameters
+    ----------
+    estimators : list of (name, estimator) or (name, estimator, selector)
+        Fitted scorers with ``pair_score`` or ``decision_function``; see :func:`stack_scores`.
+    method : {'svm', 'logistic'}, default='svm'
+        ``LinearSVC`` (seed 002) or ``LogisticRegression`` (seed 001) on the scores.
+    C : float > 0, default=1.0
+        Inverse regularisation strength of the fusion classifier.
+
+    Attributes
+    ----------
+    model_ : Pipeline
+        ``StandardScaler`` then the fitted linear classifier.
+    coef_ : ndarray of shape (n_estimators,)
+        Weights of the standardised scores; ``intercept_`` (float) the bias.
+    threshold_ : float
+        Threshold on :meth:`pair_score`; 0 (the classifier's own rule) after ``fit``.
+    classes_ : ndarray, [-1, 1]
+    n_estimators_ : int
+    """
+
+    def __init__(self, estimators, method="svm", C=1.0):
+        self.estimators = estimators
+        self.method = method
+        self.C = C
+
+    def __sklearn_clone__(self):
+        return type(self)(**self.get_params(deep=False))  # base estimators shared, not refitted
+
+    def fit(self, inputs, y):
+        """Fit the fusion classifier on labelled pairs (held-out: the validation fold).
+
+        Parameters
+        ----------
+        inputs : list, dict or array of pairs; see :func:`stack_scores`
+        y : array-like of shape (n_pairs,), +1 similar, -1 dissimilar ({0, 1} accepted)
+
+        Returns
+        -------
+        self
+        """
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}.")
+        if not isinstance(self.C, Real) or isinstance(self.C, bool) or not self.C > 0:
+            raise ValueError(f"C must be a positive number, got {self.C!r}.")
+        Z = stack_scores(self.estimators, inputs)
+        s = check_pair_labels(y, Z.shape[0], require_both=True)
+        if self.method == "svm":
+            classifier = LinearSVC(C=self.C, random_state=0)
+        else:
+            classifier = LogisticRegression(C=self.C)
+        self.model_ = make_pipeline(StandardScaler(), classifier).fit(Z, s)
+        self.coef_ = classifier.coef_.ravel().copy()
+        self.intercept_ = float(np.ravel(classifier.intercept_)[0])
+        self.classes_ = np.array([-1, 1])
+        self.n_estimators_ = Z.shape[1]
+        self.threshold_ = 0.0
+        return self
+
+    def pair_score(self, inputs):
+        """The fused score of each pair (the classifier's decision value, higher = more
+        similar), shape (n_pairs,)."""
+        check_is_fitted(self)
+        return self.model_.decision_function(stack_scores(self.estimators, inputs))
+
+    def decision_function(self, inputs):
+        """``pair_score(inputs) - threshold_``: positive means similar."""
+        return self.pair_score(inputs) - self.threshold_
+
+    def predict(self, inputs):
+        """+1 (similar) where the decision is >= 0, else -1."""
+        return np.where(self.decision_function(inputs) >= 0, 1, -1)
+
+    def score(self, inputs, y, sample_weight=None):
+        """Accuracy of :meth:`predict` (y in {-1, +1} or {0, 1})."""
+        predicted = self.predict(inputs)
+        s = check_pair_labels(y, predicted.shape[0], require_both=False)
+        return float(np.average(predicted == s, weights=sample_weight))
+
+    def calibrate_threshold(self, inputs, y, strategy="accuracy"):
+        """Re-set ``threshold_`` on labelled pairs ('accuracy': maxDA, or 'eer'); returns self."""
+        scores = self.pair_score(inputs)
+        s = check_pair_labels(y, scores.shape[0], require_both=True)
+        self.threshold_ = float(metrics.calibrate_threshold(s, scores, strategy))
+        return self
