@@ -90,3 +90,33 @@ def test_sample_pairs_large_set_uses_bounded_memory_and_is_exact():
     assert np.all(index_pairs[:, 0] < index_pairs[:, 1])
     again, _ = sample_pairs(labels, 2000, 5000, random_state=3)
     np.testing.assert_array_equal(again, index_pairs)
+
+
+def test_identity_balanced_pairs_are_exact_unique_and_reproducible():
+    labels = np.r_[np.zeros(200, int), np.repeat(np.arange(1, 51), 2)]  # one big identity
+    pairs, y = sample_pairs(labels, 40, 300, random_state=0, balance="identity")
+    assert (y == 1).sum() == 40 and (y == -1).sum() == 300
+    same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
+    np.testing.assert_array_equal(same, y == 1)
+    assert len({tuple(p) for p in pairs}) == 340 and np.all(pairs[:, 0] < pairs[:, 1])
+    again, _ = sample_pairs(labels, 40, 300, random_state=0, balance="identity")
+    np.testing.assert_array_equal(again, pairs)
+
+
+def test_identity_balance_stops_one_big_identity_dominating():
+    labels = np.r_[np.zeros(200, int), np.repeat(np.arange(1, 51), 2)]
+    share = {}
+    for balance in ("pairs", "identity"):
+        pairs, y = sample_pairs(labels, 40, 0, random_state=0, balance=balance)
+        share[balance] = np.mean(labels[pairs[y == 1, 0]] == 0)
+    assert share["pairs"] > 0.95  # 19900 of the 19950 within-class pairs are identity 0's
+    assert share["identity"] < 0.2  # one identity in 51
+
+
+def test_identity_balanced_similar_pairs_exhaust_to_the_full_set():
+    labels = np.array([0, 0, 0, 1, 1, 2])
+    pairs, y = sample_pairs(labels, 100, 100, random_state=1, balance="identity")
+    assert {tuple(p) for p in pairs[y == 1]} == {(0, 1), (0, 2), (1, 2), (3, 4)}
+    assert (y == -1).sum() == 11  # every cross-identity pair of 6 samples
+    with pytest.raises(ValueError, match="balance"):
+        sample_pairs(labels, 1, 1, balance="classes")

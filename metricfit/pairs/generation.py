@@ -17,7 +17,7 @@ __all__ = ["ENUMERATE_LIMIT", "sample_pairs", "fold_pairs", "unrestricted_pairs"
 ENUMERATE_LIMIT = 2_000_000  # candidate pairs listed outright below this; sampled above it
 
 
-def sample_pairs(labels, n_similar, n_dissimilar, random_state=None):
+def sample_pairs(labels, n_similar, n_dissimilar, random_state=None, balance="pairs"):
     """Draw pairs of sample indices from class labels, without repeating a pair.
 
     Similar pairs are drawn from the within-class pairs (listed class by class); dissimilar
@@ -31,6 +31,13 @@ def sample_pairs(labels, n_similar, n_dissimilar, random_state=None):
     n_similar, n_dissimilar : int
         How many pairs of each kind to draw; capped at the number that exist.
     random_state : int, RandomState or None
+    balance : {'pairs', 'identity'}, default='pairs'
+        'pairs' draws uniformly among all candidate pairs, so an identity with m samples
+        weighs m (m - 1) / 2: on LFW five people then supply 60-85 % of the similar pairs.
+        'identity' draws like the official LFW pairs: a similar pair is a uniformly drawn
+        identity (among those with unused pairs) and two of its samples; a dissimilar pair
+        two uniformly drawn distinct identities and one sample of each. On LFW unrestricted
+        training this was worth 2-6 points of test maxDA (benchmarks/lfw_tables_004.py).
 
     Returns
     -------
@@ -40,13 +47,70 @@ def sample_pairs(labels, n_similar, n_dissimilar, random_state=None):
     """
     labels = np.asarray(labels)
     rng = check_random_state(random_state)
-    similar = _within_class_pairs(labels)
-    take = rng.choice(similar.shape[0], size=min(n_similar, similar.shape[0]), replace=False)
-    similar = similar[np.sort(take)]
-    dissimilar = _dissimilar_pairs(labels, n_dissimilar, rng)
+    if balance not in ("pairs", "identity"):
+        raise ValueError(f"balance must be 'pairs' or 'identity', got {balance!r}.")
+    if balance == "identity":
+        similar = _identity_balanced_similar(labels, n_similar, rng)
+        dissimilar = _identity_balanced_dissimilar(labels, n_dissimilar, rng)
+    else:
+        similar = _within_class_pairs(labels)
+        take = rng.choice(similar.shape[0], size=min(n_similar, similar.shape[0]),
+                          replace=False)
+        similar = similar[np.sort(take)]
+        dissimilar = _dissimilar_pairs(labels, n_dissimilar, rng)
     index_pairs = np.concatenate([similar, dissimilar]).astype(np.int64)
     y = np.concatenate([np.ones(len(similar), np.int8), -np.ones(len(dissimilar), np.int8)])
     return index_pairs, y
+
+
+def _identity_groups(labels):
+    """(members of each identity as sorted row indices, number of identities)."""
+    order = np.argsort(labels, kind="stable")
+    _, starts, sizes = np.unique(labels[order], return_index=True, return_counts=True)
+    return [np.sort(order[a:a + m]) for a, m in zip(starts, sizes)]
+
+
+def _identity_balanced_similar(labels, count, rng):
+    groups = _identity_groups(labels)
+    live = [c for c, members in enumerate(groups) if members.size > 1]
+    pools, used, out = {}, {}, []
+    while len(out) < count and live:
+        slot = rng.randint(len(live))
+        c = live[slot]
+        if c not in pools:  # this identity's pairs in random order, built on first use
+            i, j = np.triu_indices(groups[c].size, k=1)
+            perm = rng.permutation(i.size)
+            pools[c], used[c] = (groups[c][i[perm]], groups[c][j[perm]]), 0
+        first, second = pools[c]
+        out.append((first[used[c]], second[used[c]]))
+        used[c] += 1
+        if used[c] == first.size:  # exhausted: swap-remove from the live identities
+            live[slot] = live[-1]
+            live.pop()
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
+
+
+def _identity_balanced_dissimilar(labels, count, rng):
+    groups = _identity_groups(labels)
+    sizes = np.array([g.size for g in groups])
+    n = sizes.sum()
+    count = min(count, int((n * n - np.sum(sizes * sizes)) // 2))
+    if len(groups) < 2 or count == 0:
+        return np.empty((0, 2), np.int64)
+    seen, out = set(), []
+    while len(out) < count:
+        m = 2 * (count - len(out)) + 16
+        c1 = rng.randint(len(groups), size=m)
+        c2 = rng.randint(len(groups) - 1, size=m)
+        c2 += c2 >= c1  # two distinct identities
+        for a, b in zip(c1, c2):
+            i = groups[a][rng.randint(sizes[a])]
+            j = groups[b][rng.randint(sizes[b])]
+            pair = (min(i, j), max(i, j))
+            if pair not in seen and len(out) < count:
+                seen.add(pair)
+                out.append(pair)
+    return np.array(out, dtype=np.int64)
 
 
 def _within_class_pairs(labels):
@@ -102,17 +166,18 @@ def _check_count(value, what, allow_all=False):
     return int(value)
 
 
-def _draw(codes, n_similar, n_dissimilar, rng):
+def _draw(codes, n_similar, n_dissimilar, rng, balance="pairs"):
     """:func:`sample_pairs` on integer identity codes, with ``'all'`` similar pairs and
     ``n_dissimilar=None`` meaning as many dissimilar pairs as similar pairs were drawn."""
     _, sizes = np.unique(codes, return_counts=True)
     available = int(np.sum(sizes * (sizes - 1) // 2))
     n_sim = available if n_similar == "all" else min(n_similar, available)
     n_dis = n_sim if n_dissimilar is None else n_dissimilar
-    return sample_pairs(codes, n_sim, n_dis, random_state=rng)
+    return sample_pairs(codes, n_sim, n_dis, random_state=rng, balance=balance)
 
 
-def fold_pairs(identities, folds, n_similar, n_dissimilar=None, random_state=None):
+def fold_pairs(identities, folds, n_similar, n_dissimilar=None, random_state=None,
+               balance="pairs"):
     """Generate labelled pairs within each fold, so that no pair spans two folds.
 
     With identity-disjoint folds (:func:`~metricfit.pairs.identity_folds`, or the people
@@ -133,6 +198,8 @@ def fold_pairs(identities, folds, n_similar, n_dissimilar=None, random_state=Non
         Dissimilar pairs per fold (capped at what exists); None draws as many as the similar
         pairs obtained in that fold.
     random_state : int, RandomState instance or None, default=None
+    balance : {'pairs', 'identity'}, default='pairs'
+        See :func:`sample_pairs`.
         One generator is used for all folds in turn, so an int gives reproducible pairs.
 
     Returns
@@ -159,7 +226,7 @@ def fold_pairs(identities, folds, n_similar, n_dissimilar=None, random_state=Non
     index_pairs, y, pair_fold = [np.empty((0, 2), np.int64)], [np.empty(0, np.int8)], []
     for fold in np.unique(folds):
         rows = np.flatnonzero(folds == fold)
-        pairs, labels = _draw(codes[rows], n_similar, n_dissimilar, rng)
+        pairs, labels = _draw(codes[rows], n_similar, n_dissimilar, rng, balance)
         index_pairs.append(rows[pairs])
         y.append(labels)
         pair_fold.append(np.full(labels.shape[0], fold, dtype=folds.dtype))
@@ -168,7 +235,7 @@ def fold_pairs(identities, folds, n_similar, n_dissimilar=None, random_state=Non
 
 
 def unrestricted_pairs(identities, train_mask, n_similar, n_dissimilar=None,
-                       random_state=None):
+                       random_state=None, balance="pairs"):
     """Generate labelled pairs among the samples allowed for training (unrestricted setting).
 
     The unrestricted setting (seed 004, 5.2.2) draws training pairs freely from the identity
@@ -188,6 +255,8 @@ def unrestricted_pairs(identities, train_mask, n_similar, n_dissimilar=None,
     n_dissimilar : int, default=None
         Number of dissimilar pairs (capped); None draws as many as the similar pairs.
     random_state : int, RandomState instance or None, default=None
+    balance : {'pairs', 'identity'}, default='pairs'
+        See :func:`sample_pairs`; 'identity' is what LFW-like data needs.
 
     Returns
     -------
@@ -216,5 +285,6 @@ def unrestricted_pairs(identities, train_mask, n_similar, n_dissimilar=None,
     if n_dissimilar is not None:
         n_dissimilar = _check_count(n_dissimilar, "n_dissimilar")
     codes = np.unique(identities, return_inverse=True)[1].reshape(-1)
-    pairs, y = _draw(codes[rows], n_similar, n_dissimilar, check_random_state(random_state))
+    pairs, y = _draw(codes[rows], n_similar, n_dissimilar, check_random_state(random_state),
+                     balance)
     return rows[pairs].astype(np.int64), y
