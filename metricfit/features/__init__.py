@@ -1,0 +1,22 @@
+"""Face descriptors on image arrays: uniform LBP, over-complete LBP (OCLBP), square root.
+
+Seed 002's descriptors (appendix): ``LBP^{u2}_{8,1}`` histograms (59 bins) on non-overlapping
+10x10 blocks, OCLBP on half-overlapping 10x10 / 14x14 / 18x18 windows with radii 1 / 2 / 3,
+and their square roots (the Hellinger map, seed 001 section 4). The transformers take images
+(n_images, H, W) or pairs of images (n_pairs, 2, H, W), so a full verification system is one
+pipeline::
+
+    make_pipeline(LBP(), SquareRoot(), WPCA(n_components=300), TSML())
+
+Codes equal scikit-image's ``local_binary_pattern(image, P, R, "nri_uniform")`` (not a
+dependency). Kernels are serial numba functions, compiled on first use and cached on disk.
+"""
+
+from ._blocks import block_histograms, lbp_histograms, n_windows
+from ._lbp import lbp_codes
+from .lbp import LBP, OCLBP
+from .sqrt import SquareRoot
+
+__all__ = [
+    "LBP", "OCLBP", "SquareRoot", "lbp_codes", "block_histograms", "lbp_histograms", "n_windows",
+]

@@ -1,0 +1,243 @@
+r"""LBP and OCLBP face descriptors (seed 002, appendix) as transformers on image arrays.
+
+Both take images (n_images, H, W) -> (n_images, n_features) or pairs of images
+(n_pairs, 2, H, W) -> (n_pairs, 2, n_features), so they chain before a pair learner in a
+``Pipeline``. Images are read as float64 grey levels; the output is float64.
+
+Dimension
+---------
+With B = P(P-1) + 3 bins (59 for P = 8) and, along an axis of length L, a window of size b
+moved by a step s,
+
+.. math:: n(L, b, s) = \left\lceil \frac{2L - b}{2s} \right\rceil
+
+windows (a window is kept while more than half of it lies in the image; see
+:mod:`metricfit.features._blocks`):
+
+- LBP: :math:`d = n(H, b_h, b_h)\, n(W, b_w, b_w)\, B`. 150x80 with 10x10 blocks: 15 x 8 x 59 =
+  7,080 (the appendix); 62x47 with 10x10 blocks: 6 x 5 x 59 = 1,770.
+- OCLBP: :math:`d = B \sum_c n(H, b_h^c, s_h^c)\, n(W, b_w^c, s_w^c)` with the step
+  :math:`s = \max(1, \lfloor b (1 - \text{overlap}) + 1/2 \rfloor)`. 150x80 with the default
+  configurations: (29 x 15 + 21 x 11 + 16 x 8) x 59 = (435 + 231 + 128) x 59 = 46,846 (the
+  appendix); 62x47: (12 x 9 + 8 x 6 + 6 x 5) x 59 = 10,974.
+"""
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import Interval, validate_params
+from ._blocks import lbp_histograms, n_windows
+from ._images import check_images
+from ._lbp import n_bins
+
+__all__ = ["LBP", "OCLBP"]
+
+
+def _check_config(config, what):
+    """``(block_h, block_w, radius)`` with positive ints and a positive real, else ValueError."""
+    ok = isinstance(config, (tuple, list)) and len(config) == 3
+    if ok:
+        bh, bw, r = config
+        ok = all(isinstance(v, Integral) and not isinstance(v, bool) and v >= 1 for v in (bh, bw))
+        ok = ok and isinstance(r, Real) and not isinstance(r, bool) and 0 < r < np.inf
+    if not ok:
+        raise ValueError(
+            f"{what} must be (block_h, block_w, radius) with integer block sides >= 1 and a "
+            f"radius > 0, got {config!r}."
+        )
+    return int(bh), int(bw), float(r)
+
+
+class _BlockLBP(TransformerMixin, BaseEstimator):
+    """Validation, fit/transform and tags shared by :class:`LBP` and :class:`OCLBP`."""
+
+    def _windows(self):
+        """List of (block_h, block_w, step_h, step_w, radius, n_points), parameters checked."""
+        raise NotImplementedError
+
+    def fit(self, X, y=None):
+        """Check the parameters and the images; record the image shape.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_images, H, W) or (n_pairs, 2, H, W)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        validate_params(self)
+        windows = self._windows()
+        height, width = check_images(X).shape[-2:]
+        for bh, bw, _, _, radius, _ in windows:
+            if height < bh or width < bw:
+                raise ValueError(
+                    f"Images of {height}x{width} pixels are smaller than the {bh}x{bw} block "
+                    f"of {type(self).__name__}."
+                )
+            side = 2 * math.ceil(radius) + 1
+            if min(height, width) < side:
+                raise ValueError(
+                    f"Images of {height}x{width} pixels are too small for an LBP radius of "
+                    f"{radius}: each side needs at least 2 * ceil(radius) + 1 = {side} pixels."
+                )
+        self.windows_ = windows
+        self.image_shape_ = (height, width)
+        self.n_features_out_ = sum(self._dimensions())
+        return self
+
+    def _dimensions(self):
+        """Number of features of each configuration of ``windows_``."""
+        height, width = self.image_shape_
+        return [n_windows(height, bh, sh) * n_windows(width, bw, sw) * n_bins(points)
+                for bh, bw, sh, sw, _, points in self.windows_]
+
+    def transform(self, X):
+        """Block histograms of the LBP codes of each image.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_images, H, W) or (n_pairs, 2, H, W)
+            Images of the shape seen in ``fit``.
+
+        Returns
+        -------
+        features : ndarray of shape (n_images, n_features_out_) or
+            (n_pairs, 2, n_features_out_), float64
+        """
+        check_is_fitted(self)
+        X = check_images(X)
+        if X.shape[-2:] != self.image_shape_:
+            raise ValueError(
+                f"X holds images of shape {X.shape[-2:]}, but {type(self).__name__} was fitted "
+                f"on images of shape {self.image_shape_}."
+            )
+        images = X.reshape((-1,) + self.image_shape_)
+        out = np.empty((images.shape[0], self.n_features_out_))
+        start = 0
+        for (bh, bw, sh, sw, radius, points), dim in zip(self.windows_, self._dimensions()):
+            lbp_histograms(images, points, radius, bh, bw, sh, sw, out=out, offset=start)
+            start += dim
+        return out.reshape(X.shape[:-2] + (self.n_features_out_,))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
+
+
+class LBP(_BlockLBP):
+    r"""Uniform LBP histograms on non-overlapping blocks (:math:`LBP^{u2}_{P,R}`, seed 002).
+
+    Each image is coded by nri_uniform LBP (P points on a circle of radius R, bilinear
+    interpolation; equal to scikit-image's ``local_binary_pattern(..., 'nri_uniform')``), cut
+    into ``block_size`` blocks, and the L1-normalised code histogram of each block (B =
+    P(P-1)+3 bins, 59 for P = 8) is concatenated, blocks row-major.
+
+    Parameters
+    ----------
+    block_size : tuple of (int, int), default=(10, 10)
+        Block height and width, at most the image size.
+    radius : float, default=1
+        Radius R of the sampling circle, in pixels.
+    n_points : int, default=8
+        Number P of sampling points, 1..16.
+
+    Attributes
+    ----------
+    image_shape_ : tuple of (int, int)
+        (H, W) of the images seen in ``fit``; ``transform`` requires the same.
+    n_features_out_ : int
+        :math:`n(H, b_h, b_h)\, n(W, b_w, b_w)\, B` (module docstring). For 62x47 images and
+        10x10 blocks: 6 x 5 x 59 = 1,770.
+    windows_ : list of tuple
+        ``[(block_h, block_w, step_h, step_w, radius, n_points)]``, steps = block sides;
+        ``transform`` uses these (fixed at ``fit``).
+
+    Notes
+    -----
+    Border blocks: a remainder of more than half a block is kept as a partial (smaller) block,
+    a smaller one is dropped (62 rows of 10-row blocks: 6 blocks, the last 2 rows dropped; 47
+    columns: 5 blocks, the last 7 columns wide). Every histogram sums to 1, partial ones too.
+    Codes of the outer ``ceil(R)`` rows and columns use zeros outside the image.
+    """
+
+    _parameter_constraints = {
+        "block_size": ["array-like"],
+        "radius": [Interval(Real, 0, None, closed="neither")],
+        "n_points": [Interval(Integral, 1, 16)],
+    }
+
+    def __init__(self, block_size=(10, 10), radius=1, n_points=8):
+        self.block_size = block_size
+        self.radius = radius
+        self.n_points = n_points
+
+    def _windows(self):
+        size = self.block_size
+        if not (isinstance(size, (tuple, list, np.ndarray)) and np.ndim(size) == 1
+                and len(size) == 2):
+            raise ValueError(f"block_size must be (block_h, block_w), got {size!r}.")
+        bh, bw, radius = _check_config((*size, self.radius), "block_size + (radius,)")
+        return [(bh, bw, bh, bw, radius, self.n_points)]
+
+
+class OCLBP(_BlockLBP):
+    r"""Over-complete LBP: uniform LBP histograms on overlapping blocks (seed 002, appendix).
+
+    For each configuration ``(block_h, block_w, radius)`` a block window is shifted by a step
+    of :math:`\max(1, \lfloor b(1 - \text{overlap}) + 1/2 \rfloor)` pixels down and to the
+    right ("we shift the block window to produce overlaps"); the L1-normalised nri_uniform
+    code histograms of all windows of all configurations are concatenated (configurations in
+    order, windows row-major). Seed notation S:(a, b, v, h, p, r) is the configuration
+    (a, b, r) with ``overlap`` v = h and ``n_points`` p.
+
+    Parameters
+    ----------
+    configs : sequence of (int, int, float), default=((10, 10, 1), (14, 14, 2), (18, 18, 3))
+        (block_h, block_w, radius) of each configuration: the paper's three.
+    overlap : float in [0, 1), default=0.5
+        Share of a block that consecutive windows have in common; 0 gives :class:`LBP` blocks.
+    n_points : int, default=8
+        Number P of sampling points, 1..16, for every configuration.
+
+    Attributes
+    ----------
+    image_shape_ : tuple of (int, int)
+    n_features_out_ : int
+        :math:`B \sum_c n(H, b_h, s_h)\, n(W, b_w, s_w)` (module docstring): 46,846 for
+        150x80 images (the appendix), 10,974 for 62x47.
+    windows_ : list of tuple
+        ``(block_h, block_w, step_h, step_w, radius, n_points)`` of each configuration, as
+        ``transform`` uses them (fixed at ``fit``).
+    """
+
+    _parameter_constraints = {
+        "configs": ["array-like"],
+        "overlap": [Interval(Real, 0, 1, closed="left")],
+        "n_points": [Interval(Integral, 1, 16)],
+    }
+
+    def __init__(self, configs=((10, 10, 1), (14, 14, 2), (18, 18, 3)), overlap=0.5,
+                 n_points=8):
+        self.configs = configs
+        self.overlap = overlap
+        self.n_points = n_points
+
+    def _windows(self):
+        configs = list(self.configs) if isinstance(self.configs, (tuple, list)) else None
+        if not configs:
+            raise ValueError(f"configs must be a non-empty sequence, got {self.configs!r}.")
+        windows = []
+        for i, config in enumerate(configs):
+            bh, bw, radius = _check_config(config, f"configs[{i}]")
+            sh, sw = (max(1, math.floor(b * (1 - self.overlap) + 0.5)) for b in (bh, bw))
+            windows.append((bh, bw, sh, sw, radius, self.n_points))
+        return windows
