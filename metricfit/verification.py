@@ -4,23 +4,32 @@ A *method* is an estimator with the pair API (``fit(pairs, y)``, ``decision_func
 ``make_method`` builds the ones of seed 002 Table I by name. ``select_and_test`` is one
 experiment of seed 002 III.A/III.E: fit on the training pairs for each lambda, keep the lambda
 and the threshold with the best accuracy on the validation pairs, report the test accuracy at
-that threshold (and, threshold-free, the test maxDA and EER of seed 004 eq. 14).
+that threshold (and, threshold-free, the test maxDA and EER of seed 004 eq. 14). ``fuse`` adds
+the score fusion of seed 002 IV.D (a linear SVM on the methods' scores, fitted on the
+validation pairs). Protocols: :func:`run_folds` (the fold rotation of seed 002 III.A on fixed
+folds of pairs, restricted or unrestricted training, seed 004 5.2.2), :func:`run_lfw_restricted`
+and :func:`run_digits`; :func:`labelled_folds` makes identity-disjoint folds of fixed pairs
+from labelled images.
 """
 
 import functools
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 from sklearn.pipeline import make_pipeline
 from sklearn.utils import check_random_state
 
+from .fusion import ScoreFusion
 from .learners import CSML, DDML, LDML, TSML, CosineSimilarity
-from .metrics import accuracy_at_threshold, equal_error_rate, max_decision_accuracy
-from .pairs import sample_pairs
+from .metrics import (accuracy_at_threshold, equal_error_rate, fa_fr_curve,
+                      max_decision_accuracy, roc_curve)
+from .pairs import fold_pairs, identity_folds, sample_pairs, unrestricted_pairs
 from .whitening import WCCN, WPCA
 
 METHODS = ("baseline", "wccn", "csml-i", "csml-wccn", "tsml-i", "tsml-wccn", "tsml-sim",
            "ddml-i", "ddml-sim", "ldml")
+ALIASES = {"csml": "csml-i", "tsml": "tsml-i", "ddml": "ddml-i"}
+SIMILAR_ONLY = {"tsml-i": "tsml-sim", "ddml-i": "ddml-sim"}
 DEFAULT_METHODS = ("baseline", "wccn", "csml-i", "tsml-i", "tsml-wccn", "tsml-sim")
 DEFAULT_LAMS = (1e-3, 1e-2, 1e-1, 1.0)
 
@@ -47,13 +56,30 @@ def make_method(name, lam=None, max_iter=200):
     return learned[name]()
 
 
+def resolve_methods(names, similar_only=False):
+    """Method names as in :data:`METHODS`: the aliases csml, tsml, ddml become csml-i, tsml-i,
+    ddml-i; with ``similar_only`` tsml-i and ddml-i become tsml-sim and ddml-sim (the other
+    methods have no similar-only variant and stay); duplicates are dropped, order kept."""
+    names = [ALIASES.get(name, name) for name in names]
+    unknown = [name for name in names if name not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from "
+                         f"{', '.join(METHODS)} (aliases: {', '.join(ALIASES)}).")
+    return list(dict.fromkeys(SIMILAR_ONLY.get(n, n) if similar_only else n for n in names))
+
+
 def has_lam(name):
     return name not in ("baseline", "wccn")
 
 
+def _extra():
+    return field(default=None, repr=False, compare=False, metadata={"json": False})
+
+
 @dataclass
 class Result:
-    """One method on one experiment: test accuracy at the validation-chosen threshold."""
+    """One method on one experiment: test accuracy at the validation-chosen threshold. Not in
+    JSON: the test ``scores`` (decision values) and labels ``y``, and the fitted ``model``."""
 
     method: str
     accuracy: float
@@ -61,6 +87,16 @@ class Result:
     eer: float
     lam: float
     threshold: float
+    scores: np.ndarray = _extra()
+    y: np.ndarray = _extra()
+    model: object = _extra()
+
+
+def _test_result(name, scores, y, threshold, lam, model):
+    return Result(method=name, accuracy=accuracy_at_threshold(y, scores, threshold),
+                  maxda=max_decision_accuracy(y, scores)[0], eer=equal_error_rate(y, scores)[0],
+                  lam=float(lam), threshold=float(threshold), scores=scores, y=np.asarray(y),
+                  model=model)
 
 
 def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):
@@ -73,56 +109,118 @@ def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):
         if best is None or val_accuracy > best[0]:
             best = (val_accuracy, threshold, lam, method)
     _, threshold, lam, method = best
-    scores = method.decision_function(test[0])
-    return Result(
-        method=name,
-        accuracy=accuracy_at_threshold(test[1], scores, threshold),
-        maxda=max_decision_accuracy(test[1], scores)[0],
-        eer=equal_error_rate(test[1], scores)[0],
-        lam=float(lam),
-        threshold=float(threshold),
-    )
+    return _test_result(name, method.decision_function(test[0]), test[1], threshold, lam, method)
+
+
+def fuse(results, val, test):
+    """Seed 002 IV.D: a linear SVM (:class:`~metricfit.fusion.ScoreFusion`) on the scores of
+    the fitted methods of ``results``, trained on the validation pairs ``val``; its threshold
+    is then chosen on ``val`` for accuracy, like the methods'. Returns the 'fusion' Result."""
+    fusion = ScoreFusion([(r.method, r.model) for r in results], method="svm").fit(*val)
+    threshold = max_decision_accuracy(val[1], fusion.pair_score(val[0]))[1]
+    return _test_result("fusion", fusion.pair_score(test[0]), test[1], threshold, np.nan, fusion)
+
+
+def fold_rotation(n_folds=10):
+    """Seed 002 III.A on ``n_folds`` folds: experiment e trains on folds e..e+n-3, validates on
+    e+n-2 and tests on e+n-1 (mod n)."""
+    for e in range(n_folds):
+        yield ([(e + j) % n_folds for j in range(n_folds - 2)], (e + n_folds - 2) % n_folds,
+               (e + n_folds - 1) % n_folds)
 
 
 def lfw_restricted_rotation(n_folds=10):
     """Seed 002 III.A: experiment e trains on folds e..e+7, validates on e+8, tests on e+9
     (mod 10); the first uses (1..8), 9, 10 in the paper's 1-based numbering."""
-    for e in range(n_folds):
-        yield [(e + j) % n_folds for j in range(n_folds - 2)], (e + 8) % n_folds, (e + 9) % n_folds
+    return fold_rotation(n_folds)
 
 
-def run_lfw_restricted(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_components=100,
-                       lams=DEFAULT_LAMS, max_iter=200, progress=None):
-    """The LFW View 2 restricted protocol on image vectors (n_images, n_features): one
-    :func:`run_experiment` per fold rotation. Returns one list of :class:`Result` per
-    experiment."""
+def run_folds(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_components=100,
+              lams=DEFAULT_LAMS, max_iter=200, progress=None, train_pairs=None, fusion=False,
+              rotation=None):
+    """:func:`run_experiment` for each experiment of the fold rotation (default
+    :func:`fold_rotation` of the folds 0..n-1 of ``fold``, the fold of each of the fixed
+    pairs ``pair_index`` (row indices into ``vectors``) with labels ``y``). Validation and test
+    pairs are the fixed pairs of their fold. Training pairs: those of the training folds
+    (restricted setting), or ``train_pairs(train_folds, e) -> (index_pairs, y)`` (unrestricted,
+    seed 004 5.2.2). Returns one list of :class:`Result` per experiment."""
+    fold = np.asarray(fold)
     experiments = []
-    for e, (train_folds, val_fold, test_fold) in enumerate(lfw_restricted_rotation()):
+    for e, (train_folds, val_fold, test_fold) in enumerate(
+            fold_rotation(np.unique(fold).size) if rotation is None else rotation):
         splits = [(pair_index[mask], y[mask])
                   for mask in (np.isin(fold, train_folds), fold == val_fold, fold == test_fold)]
+        if train_pairs is not None:
+            splits[0] = train_pairs(train_folds, e)
         experiments.append(run_experiment(vectors, splits, methods, n_components, lams,
                                           max_iter, functools.partial(progress, e)
-                                          if progress else None))
+                                          if progress else None, fusion))
     return experiments
 
 
+def run_lfw_restricted(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_components=100,
+                       lams=DEFAULT_LAMS, max_iter=200, progress=None, fusion=False):
+    """The LFW View 2 restricted protocol on image vectors (n_images, n_features): one
+    :func:`run_experiment` per fold rotation. Returns one list of :class:`Result` per
+    experiment."""
+    return run_folds(vectors, pair_index, y, fold, methods, n_components, lams, max_iter,
+                     progress, fusion=fusion, rotation=lfw_restricted_rotation())
+
+
 def run_experiment(vectors, splits, methods, n_components, lams=DEFAULT_LAMS, max_iter=200,
-                   progress=None):
-    """One experiment: WPCA to ``n_components`` fitted on the distinct images of the training
-    pairs (no labels, no identities), then :func:`select_and_test` for every method.
+                   progress=None, fusion=False):
+    """One experiment: WPCA to ``n_components`` (capped at half the training images, whose
+    whitened variances would be ill-estimated beyond, and at the dimension) fitted on the
+    distinct images of the training pairs (no labels, no identities), then
+    :func:`select_and_test` for every method, and :func:`fuse` if ``fusion``.
 
     ``splits`` is ``[(index_pairs, y)]`` for train, validation and test: row indices into
     ``vectors`` (n_images, n_features). ``progress(result)`` is called after each method.
     """
-    wpca = WPCA(n_components=n_components).fit(vectors[np.unique(splits[0][0])])
-    embedded = wpca.transform(vectors)  # (n_images, n_components)
+    images = np.unique(splits[0][0])
+    k = min(n_components, images.size // 2, vectors.shape[1])
+    embedded = WPCA(n_components=k).fit(vectors[images]).transform(vectors)
     data = [(embedded[index_pairs], y) for index_pairs, y in splits]
     results = []
     for name in methods:
         results.append(select_and_test(name, *data, lams=lams, max_iter=max_iter))
         if progress:
             progress(results[-1])
+    if fusion:
+        results.append(fuse(results, data[1], data[2]))
+        if progress:
+            progress(results[-1])
     return results
+
+
+def labelled_folds(labels, random_state=0):
+    """Identity-disjoint folds of fixed pairs from labelled images (restricted setting): the
+    identities go to ``min(10, n_identities // 3)`` folds (:func:`identity_folds`, balancing
+    images), then every same-identity pair of each fold and as many different-identity pairs
+    of that fold (:func:`fold_pairs`). Returns ``(index_pairs, y, pair_fold, image_fold)``."""
+    labels = np.asarray(labels)
+    n_identities = np.unique(labels).size
+    n_folds = min(10, n_identities // 3)
+    if n_folds < 3:
+        raise ValueError(f"{n_identities} identities are too few: the identity-disjoint "
+                         "protocol needs at least 9 (3 folds: train, validation, test).")
+    image_fold = identity_folds(labels, n_folds, random_state=random_state)
+    index_pairs, y, pair_fold = fold_pairs(labels, image_fold, "all", random_state=random_state)
+    for f in range(n_folds):
+        if np.unique(y[pair_fold == f]).size < 2:
+            raise ValueError(f"identity fold {f} lacks same- or different-identity pairs: each "
+                             "fold needs two identities or more, some with 2+ images.")
+    return index_pairs, y, pair_fold, image_fold
+
+
+def unrestricted_train_pairs(identities, image_fold, n_pairs):
+    """``train_pairs`` for :func:`run_folds` (seed 004 5.2.2, unrestricted): up to ``n_pairs``
+    same-identity pairs and as many different-identity pairs drawn among all images of the
+    training folds (seeded by the experiment number)."""
+    def draw(train_folds, e):
+        allowed = np.isin(image_fold, train_folds)
+        return unrestricted_pairs(identities, allowed, n_pairs, None, random_state=e)
+    return draw
 
 
 def digits_split(labels, n_pairs=1000, random_state=0):
@@ -143,7 +241,7 @@ def digits_split(labels, n_pairs=1000, random_state=0):
 
 
 def run_digits(images, labels, methods=DEFAULT_METHODS, n_components=32, lams=DEFAULT_LAMS,
-               n_repeats=5, max_iter=200, progress=None):
+               n_repeats=5, max_iter=200, progress=None, fusion=False):
     """:func:`run_experiment` on ``n_repeats`` random :func:`digits_split` splits. Returns one
     list of Results per repeat."""
     experiments = []
@@ -152,7 +250,7 @@ def run_digits(images, labels, methods=DEFAULT_METHODS, n_components=32, lams=DE
         splits = [split[name] for name in ("train", "val", "test")]
         experiments.append(run_experiment(images, splits, methods, n_components, lams, max_iter,
                                           functools.partial(progress, repeat)
-                                          if progress else None))
+                                          if progress else None, fusion))
     return experiments
 
 
@@ -170,6 +268,29 @@ def summarise(experiments):
     return rows
 
 
+def mean_curves(experiments, n_points=101):
+    """Per method, curves averaged over the experiments (vertical averaging on a grid of
+    ``n_points`` in [0, 1]): the ROC (``tar``: best true-accept rate at false-accept rate <=
+    ``grid``) and the FA / FR rates (``fa``, ``fr``) at the threshold rejecting the share
+    ``grid`` of the test pairs (a scale-free threshold axis: methods' scores differ in scale).
+    Returns ``{"grid": [...], "methods": {name: {"tar", "fa", "fr": [...]}}}``."""
+    grid = np.linspace(0.0, 1.0, n_points)
+    curves = {}
+    for column in zip(*experiments):
+        tar, fa, fr = [], [], []
+        for r in column:
+            far, tpr, _ = roc_curve(r.y, r.scores)
+            tar.append(tpr[np.searchsorted(far, grid, side="right") - 1])
+            thresholds, far, frr = fa_fr_curve(r.y, r.scores)
+            rejected = np.searchsorted(np.sort(r.scores), thresholds) / r.scores.size
+            at = np.searchsorted(rejected, grid, side="right") - 1
+            fa.append(far[at])
+            fr.append(frr[at])
+        curves[column[0].method] = {key: np.mean(v, axis=0).tolist()
+                                    for key, v in (("tar", tar), ("fa", fa), ("fr", fr))}
+    return {"grid": grid.tolist(), "methods": curves}
+
+
 def format_table(rows):
     """A plain-text table of :func:`summarise` rows, percentages with +- SEM."""
     lines = [f"{'method':<11} {'accuracy %':>15} {'maxDA %':>15} {'EER %':>15}"]
@@ -181,5 +302,7 @@ def format_table(rows):
 
 
 def as_records(experiments):
-    """Every Result as a dict, with its experiment number (for JSON)."""
-    return [dict(asdict(r), experiment=e) for e, results in enumerate(experiments) for r in results]
+    """Every Result as a dict (without scores and model), with its experiment number (JSON)."""
+    keys = [f.name for f in fields(Result) if f.metadata.get("json", True)]
+    return [dict({k: getattr(r, k) for k in keys}, experiment=e)
+            for e, results in enumerate(experiments) for r in results]
