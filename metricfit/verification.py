@@ -216,10 +216,13 @@ def labelled_folds(labels, random_state=0):
 def unrestricted_train_pairs(identities, image_fold, n_pairs):
     """``train_pairs`` for :func:`run_folds` (seed 004 5.2.2, unrestricted): up to ``n_pairs``
     same-identity pairs and as many different-identity pairs drawn among all images of the
-    training folds (seeded by the experiment number)."""
+    training folds (seeded by the experiment number), identity by identity like the official
+    LFW pairs (``balance='identity'``: drawn uniformly over all within-identity pairs, five LFW
+    people would supply most similar pairs; see ``benchmarks/lfw_tables_004.py``)."""
     def draw(train_folds, e):
         allowed = np.isin(image_fold, train_folds)
-        return unrestricted_pairs(identities, allowed, n_pairs, None, random_state=e)
+        return unrestricted_pairs(identities, allowed, n_pairs, None, random_state=e,
+                                  balance="identity")
     return draw
 
 
