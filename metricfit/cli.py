@@ -69,7 +69,16 @@ def _parser():
     verify.add_argument("--data-home", default=None, help="overrides $METRICFIT_DATA")
     verify.add_argument("--json", default=None, metavar="OUT", help="write results as JSON")
     verify.add_argument("--plot", default=None, metavar="OUT.png", help="ROC and FA/FR curves")
+    verify.add_argument("--scores", default=None, metavar="OUT.npz",
+                        help="save validation and test scores for `metricfit fuse`")
     verify.add_argument("--quiet", action="store_true", help="no progress bar")
+    fuse = commands.add_parser("fuse", help="fuse the saved scores of several verify runs")
+    fuse.add_argument("files", nargs="+", metavar="SCORES.npz",
+                      help="written by `metricfit verify --scores` on one protocol")
+    fuse.add_argument("--methods", default=None,
+                      help="comma-separated methods to fuse (default: all but 'fusion')")
+    fuse.add_argument("--classifier", choices=["svm", "logistic"], default="svm")
+    fuse.add_argument("--json", default=None, metavar="OUT", help="write results as JSON")
     bench = commands.add_parser("bench", help="gradient timing of the prepared objectives")
     for name, default in (("--n", 4800), ("--d", 300), ("--k", 300), ("--repeats", 10)):
         bench.add_argument(name, type=int, default=default)
@@ -285,6 +294,34 @@ def verify(args):
                        "curves": curves}, out, indent=1)
     if args.plot:
         _plot(args.plot, curves, rows, f"{protocol}; features {args.features}")
+    if args.scores:
+        verification.save_scores(args.scores, experiments, args.features)
+    return 0
+
+
+def fuse(args):
+    """Seed 002 IV.D across descriptors: fuse saved score columns, print each and the fusion."""
+    columns = {}
+    for path in args.files:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no scores file {path} (write one with metricfit verify "
+                                    "--scores).")
+        columns.update(verification.load_scores(path))
+    wanted = None if args.methods is None else set(verification.resolve_methods(
+        _parse_list(args.methods, str)))
+    columns = {key: value for key, value in columns.items()
+               if key[1] != "fusion" and (wanted is None or key[1] in wanted)}
+    singles = verification.saved_results(columns)
+    fused = verification.fuse_saved(columns, args.classifier)
+    experiments = [row + f for row, f in zip(singles, fused)]
+    rows = verification.summarise(experiments)
+    print(f"{args.classifier} fusion of {len(columns)} score columns fitted on each validation "
+          f"fold; mean +- SEM over {len(experiments)} experiments")
+    print(verification.format_table(rows))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"files": args.files, "classifier": args.classifier, "summary": rows,
+                       "results": verification.as_records(experiments)}, out, indent=1)
     return 0
 
 
@@ -327,7 +364,7 @@ def bench(args):
 def main(argv=None):
     args = _parser().parse_args(argv)
     try:
-        return verify(args) if args.command == "verify" else bench(args)
+        return {"verify": verify, "fuse": fuse, "bench": bench}[args.command](args)
     except (FileNotFoundError, ValueError) as error:
         print(f"metricfit: error: {error}", file=sys.stderr)
         return 2

@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import metrics
 from .pairs import check_pair_labels, check_pairs
 
-__all__ = ["ScoreFusion", "stack_scores"]
+__all__ = ["ScoreFusion", "fusion_model", "stack_scores"]
 
 METHODS = ("svm", "logistic")
 RESPONSE_METHODS = ("pair_score", "decision_function")  # first one found is used
@@ -134,6 +134,18 @@ def stack_scores(estimators, inputs):
     return np.column_stack(columns)
 
 
+def fusion_model(method="svm", C=1.0):
+    """The unfitted fusion classifier on a matrix of scores (n_pairs, n_scores):
+    ``StandardScaler`` then ``LinearSVC`` (``method='svm'``, seed 002 IV.D) or
+    ``LogisticRegression`` (``'logistic'``, seed 001 5.3)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
+    if not isinstance(C, Real) or isinstance(C, bool) or not C > 0:
+        raise ValueError(f"C must be a positive number, got {C!r}.")
+    classifier = LinearSVC(C=C, random_state=0) if method == "svm" else LogisticRegression(C=C)
+    return make_pipeline(StandardScaler(), classifier)
+
+
 class ScoreFusion(ClassifierMixin, BaseEstimator):
     """Linear fusion of the scores of several fitted pair scorers, trained on held-out pairs.
 
@@ -190,17 +202,11 @@ class ScoreFusion(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}.")
-        if not isinstance(self.C, Real) or isinstance(self.C, bool) or not self.C > 0:
-            raise ValueError(f"C must be a positive number, got {self.C!r}.")
+        model = fusion_model(self.method, self.C)
         Z = stack_scores(self.estimators, inputs)
         s = check_pair_labels(y, Z.shape[0], require_both=True)
-        if self.method == "svm":
-            classifier = LinearSVC(C=self.C, random_state=0)
-        else:
-            classifier = LogisticRegression(C=self.C)
-        self.model_ = make_pipeline(StandardScaler(), classifier).fit(Z, s)
+        self.model_ = model.fit(Z, s)
+        classifier = self.model_[-1]
         self.coef_ = classifier.coef_.ravel().copy()
         self.intercept_ = float(np.ravel(classifier.intercept_)[0])
         self.classes_ = np.array([-1, 1])

@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.pipeline import make_pipeline
 from sklearn.utils import check_random_state
 
-from .fusion import ScoreFusion
+from .fusion import ScoreFusion, fusion_model
 from .learners import CSML, DDML, LDML, TSML, CosineSimilarity
 from .metrics import (accuracy_at_threshold, equal_error_rate, fa_fr_curve,
                       max_decision_accuracy, roc_curve)
@@ -79,7 +79,8 @@ def _extra():
 @dataclass
 class Result:
     """One method on one experiment: test accuracy at the validation-chosen threshold. Not in
-    JSON: the test ``scores`` (decision values) and labels ``y``, and the fitted ``model``."""
+    JSON: the test ``scores`` (decision values) and labels ``y``, the validation ones
+    (``val_scores``, ``val_y``: what a later fusion trains on) and the fitted ``model``."""
 
     method: str
     accuracy: float
@@ -90,13 +91,16 @@ class Result:
     scores: np.ndarray = _extra()
     y: np.ndarray = _extra()
     model: object = _extra()
+    val_scores: np.ndarray = _extra()
+    val_y: np.ndarray = _extra()
 
 
-def _test_result(name, scores, y, threshold, lam, model):
+def _test_result(name, scores, y, threshold, lam, model, val=None):
+    val_scores, val_y = (None, None) if val is None else (np.asarray(val[0]), np.asarray(val[1]))
     return Result(method=name, accuracy=accuracy_at_threshold(y, scores, threshold),
                   maxda=max_decision_accuracy(y, scores)[0], eer=equal_error_rate(y, scores)[0],
                   lam=float(lam), threshold=float(threshold), scores=scores, y=np.asarray(y),
-                  model=model)
+                  model=model, val_scores=val_scores, val_y=val_y)
 
 
 def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):
@@ -105,11 +109,13 @@ def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):
     best = None
     for lam in lams if has_lam(name) else [np.nan]:
         method = make_method(name, None if np.isnan(lam) else lam, max_iter).fit(*train)
-        val_accuracy, threshold = max_decision_accuracy(val[1], method.decision_function(val[0]))
+        val_scores = method.decision_function(val[0])
+        val_accuracy, threshold = max_decision_accuracy(val[1], val_scores)
         if best is None or val_accuracy > best[0]:
-            best = (val_accuracy, threshold, lam, method)
-    _, threshold, lam, method = best
-    return _test_result(name, method.decision_function(test[0]), test[1], threshold, lam, method)
+            best = (val_accuracy, threshold, lam, method, val_scores)
+    _, threshold, lam, method, val_scores = best
+    return _test_result(name, method.decision_function(test[0]), test[1], threshold, lam, method,
+                        (val_scores, val[1]))
 
 
 def fuse(results, val, test):
@@ -117,8 +123,73 @@ def fuse(results, val, test):
     the fitted methods of ``results``, trained on the validation pairs ``val``; its threshold
     is then chosen on ``val`` for accuracy, like the methods'. Returns the 'fusion' Result."""
     fusion = ScoreFusion([(r.method, r.model) for r in results], method="svm").fit(*val)
-    threshold = max_decision_accuracy(val[1], fusion.pair_score(val[0]))[1]
-    return _test_result("fusion", fusion.pair_score(test[0]), test[1], threshold, np.nan, fusion)
+    val_scores = fusion.pair_score(val[0])
+    threshold = max_decision_accuracy(val[1], val_scores)[1]
+    return _test_result("fusion", fusion.pair_score(test[0]), test[1], threshold, np.nan, fusion,
+                        (val_scores, val[1]))
+
+
+def save_scores(path, experiments, source):
+    """Write the validation and test scores of every Result to ``path`` (.npz), so that runs on
+    different descriptors can be fused later (:func:`fuse_saved`). Keys are
+    ``'{source}/{method}/{experiment}/{val_scores|val_y|scores|y}'``."""
+    arrays = {}
+    for e, results in enumerate(experiments):
+        for r in results:
+            for key in ("val_scores", "val_y", "scores", "y"):
+                arrays[f"{source}/{r.method}/{e}/{key}"] = np.asarray(getattr(r, key))
+    np.savez_compressed(path, **arrays)
+
+
+def load_scores(path):
+    """``{(source, method): [ {val_scores, val_y, scores, y} per experiment ]}`` from a file of
+    :func:`save_scores`."""
+    with np.load(path) as saved:
+        table = {}
+        for key in saved.files:
+            source, method, e, name = key.rsplit("/", 3)
+            table.setdefault((source, method), {}).setdefault(int(e), {})[name] = saved[key]
+    return {column: [by_experiment[e] for e in sorted(by_experiment)]
+            for column, by_experiment in table.items()}
+
+
+def saved_results(columns):
+    """Each saved score column as Results (its test scores at the threshold that maximises its
+    validation accuracy), one list per experiment, columns named ``'source:method'``."""
+    out = []
+    for e, cells in enumerate(zip(*columns.values())):
+        out.append([_test_result(f"{source}:{method}", c["scores"], c["y"],
+                                 max_decision_accuracy(c["val_y"], c["val_scores"])[1], np.nan,
+                                 None, (c["val_scores"], c["val_y"]))
+                    for (source, method), c in zip(columns, cells)])
+    return out
+
+
+def fuse_saved(columns, classifier="svm"):
+    """Seed 002 IV.D across descriptors: per experiment, a linear SVM (or logistic
+    regression, seed 001 5.3) on the saved scores of ``columns`` (``{(source, method):
+    experiments}`` from :func:`load_scores`), fitted on the validation pairs, threshold chosen
+    there for accuracy, tested on the test pairs. Every column must hold the same experiments
+    on the same pairs (same labels). Returns one ``[Result('fusion')]`` per experiment."""
+    names, sets = list(columns), list(columns.values())
+    if len(names) < 2:
+        raise ValueError(f"fusion needs at least two score columns, got {len(names)}.")
+    if len({len(experiments) for experiments in sets}) != 1:
+        raise ValueError("the score columns hold different numbers of experiments.")
+    out = []
+    for e, cells in enumerate(zip(*sets)):
+        for key in ("val_y", "y"):
+            if any(not np.array_equal(c[key], cells[0][key]) for c in cells):
+                raise ValueError(f"experiment {e}: the columns {names} were not scored on the "
+                                 f"same pairs ({key} differ); fuse runs of one protocol only.")
+        val_Z = np.column_stack([c["val_scores"] for c in cells])
+        test_Z = np.column_stack([c["scores"] for c in cells])
+        model = fusion_model(classifier).fit(val_Z, cells[0]["val_y"])
+        val_scores = model.decision_function(val_Z)
+        threshold = max_decision_accuracy(cells[0]["val_y"], val_scores)[1]
+        out.append([_test_result("fusion", model.decision_function(test_Z), cells[0]["y"],
+                                 threshold, np.nan, model, (val_scores, cells[0]["val_y"]))])
+    return out
 
 
 def fold_rotation(n_folds=10):
@@ -296,11 +367,12 @@ def mean_curves(experiments, n_points=101):
 
 def format_table(rows):
     """A plain-text table of :func:`summarise` rows, percentages with +- SEM."""
-    lines = [f"{'method':<11} {'accuracy %':>15} {'maxDA %':>15} {'EER %':>15}"]
+    width = max([11] + [len(row["method"]) for row in rows])
+    lines = [f"{'method':<{width}} {'accuracy %':>15} {'maxDA %':>15} {'EER %':>15}"]
     for row in rows:
         cells = [f"{100 * row[k]:6.2f} +- {100 * row[k + '_sem']:4.2f}"
                  for k in ("accuracy", "maxda", "eer")]
-        lines.append(f"{row['method']:<11} " + " ".join(f"{c:>15}" for c in cells))
+        lines.append(f"{row['method']:<{width}} " + " ".join(f"{c:>15}" for c in cells))
     return "\n".join(lines)
 
 

@@ -257,3 +257,47 @@ def test_bench_prints_a_timing_table(capsys):
     for row in ("two-GEMM bound", "TSML prepared", "CSML prepared", "DDML prepared"):
         assert row in out
     assert "benchmarks/bench_gradients.py" in out
+
+
+def _table(text):
+    return {line.split()[0]: line.split() for line in text.splitlines()[2:] if line.strip()}
+
+
+def test_fuse_reproduces_each_saved_column_and_fuses_across_descriptors(tmp_path, capsys):
+    """`verify --scores` then `fuse`: each column's row is the verify run's own row (same
+    thresholds, same test pairs), and the fusion row is computed from the saved columns."""
+    first, second = tmp_path / "pixels.npz", tmp_path / "sqrt.npz"
+    assert main(["verify", *FAST, "--methods", "baseline,tsml-i", "--scores", str(first)]) == 0
+    pixels = _table(capsys.readouterr().out)
+    assert main(["verify", *FAST, "--features", "sqrt", "--methods", "wccn,tsml-i",
+                 "--scores", str(second)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "fused.json"
+    assert main(["fuse", str(first), str(second), "--json", str(out)]) == 0
+    fused = _table(capsys.readouterr().out)
+    assert list(fused) == ["pixels:baseline", "pixels:tsml-i", "sqrt:wccn", "sqrt:tsml-i",
+                           "fusion"]
+    assert fused["pixels:tsml-i"][1:] == pixels["tsml-i"][1:]
+    report = json.loads(out.read_text())
+    assert len(report["results"]) == 2 * 5
+    saved = verification.load_scores(first)
+    assert set(saved) == {("pixels", "baseline"), ("pixels", "tsml-i")}
+    assert main(["fuse", str(first), str(second), "--methods", "tsml"]) == 0
+    assert list(_table(capsys.readouterr().out)) == ["pixels:tsml-i", "sqrt:tsml-i", "fusion"]
+
+
+def test_fuse_error_paths(tmp_path, capsys):
+    path = tmp_path / "one.npz"
+    assert main(["fuse", str(tmp_path / "missing.npz")]) == 2
+    assert "no scores file" in capsys.readouterr().err
+    assert main(["verify", *FAST, "--methods", "baseline,tsml-i", "--scores", str(path)]) == 0
+    assert main(["fuse", str(path), "--methods", "tsml-i"]) == 2
+    assert "at least two score columns" in capsys.readouterr().err
+    other = tmp_path / "other.npz"
+    assert main(["verify", "--quiet", "--repeats", "2", "--lams", "0.1", "--methods", "wccn",
+                 "--features", "sqrt", "--scores", str(other)]) == 0
+    columns = {**verification.load_scores(path), **verification.load_scores(other)}
+    columns[("sqrt", "wccn")][1] = dict(columns[("sqrt", "wccn")][1],
+                                        y=-columns[("sqrt", "wccn")][1]["y"])
+    with pytest.raises(ValueError, match="not scored on the same pairs"):
+        verification.fuse_saved(columns)
