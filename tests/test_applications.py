@@ -267,3 +267,17 @@ def test_learned_metric_beats_l2_on_held_out_identities(learned):
                                         y[exemplars], y[queries]) for m in (None, tsml)]
     assert results[1].precision > results[0].precision + 0.2
     assert results[1].wrongly_accepted < results[0].wrongly_accepted
+
+
+def test_seed_001_held_out_fold_is_lfw_view2_fold_1(lfw_dir):
+    """Seed 001 section 6's test set is the people of View 2 fold 1 (``people.txt``): 1369
+    faces of 601 people, the 17 most frequent with 411 faces, the first with 71 (cost 341 for
+    one cluster). benchmarks/lfw_applications.py rests on this reading."""
+    from metricfit.datasets import load_lfw
+
+    data = load_lfw(lfw_dir.parent)
+    faces = data.person[data.people_fold_view2[data.person] == 0]
+    ids, counts = np.unique(faces, return_counts=True)
+    top = np.sort(counts)[::-1][:17]
+    assert (faces.size, ids.size, top.sum(), top[0]) == (1369, 601, 411, 71)
+    assert labelling_cost(np.repeat(np.arange(17), top), np.zeros(411)) == 341
