@@ -27,6 +27,7 @@ its draws for recognition).
 import argparse
 import json
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -167,9 +168,12 @@ def main():
         blas = [(i["internal_api"], i["num_threads"]) for i in threadpool_info()]
         data = datasets.load_lfw(args.data_home)
         vectors = describe(data.images, args.features)
-        folds = []
+        folds, n_warnings = [], 0
         for f in range(args.folds):
-            folds.append(run_fold(f, data, vectors, args))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                folds.append(run_fold(f, data, vectors, args))
+            n_warnings += len(caught)
             info, out = folds[-1]
             print(f"fold {f}: {info['n_target_faces']} faces of {args.people} people among "
                   f"{info['n_test_faces']} of {info['n_test_people']}; lambdas {info['lams']}; "
@@ -178,7 +182,8 @@ def main():
     rows = summary_table(folds)
     seconds = time.perf_counter() - start
     print(f"LFW {args.features}, {args.folds} test folds, {args.pairs} + {args.pairs} "
-          f"training pairs; BLAS {blas}; {seconds:.0f} s")
+          f"training pairs; BLAS {blas}; {seconds:.0f} s; {n_warnings} warnings while fitting "
+          "(LDML: iteration cap, indefinite metric_)")
     print_table(rows)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
