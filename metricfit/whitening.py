@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import Interval, validate_params
 from .pairs import check_pair_labels, check_pairs, check_points
+from .pairs.index import check_pair_input, pair_differences
 
 __all__ = ["WPCA", "WCCN"]
 
@@ -303,12 +304,49 @@ class WCCN(_Whitener):
         self._check_n_components(d, "n_features")
         X64 = X.astype(np.float64)
         Z = _class_deviations(X64, y) if X.ndim == 2 else _pair_deviations(X64, y)
-        lam, V = linalg.eigh(Z.T @ Z, overwrite_a=True, check_finite=False)  # ascending
+        return self._fit_scatter(Z.T @ Z, X.dtype)
+
+    def fit_index_pairs(self, points, index, y):
+        """Fit on index pairs into ``points``: ``fit(pairs, y)`` for the pairs
+        ``(points[index[:, 0]], points[index[:, 1]])``, each similar pair a class.
+
+        The scatter ``sum (x - y)(x - y)^T / (4 t)`` over the t similar pairs is accumulated
+        from the differences of 8192 similar pairs at a time (the only gather of pair
+        vectors: O(8192 d) memory), so no (n_pairs, 2, d) array is formed.
+
+        Parameters
+        ----------
+        points : array-like of shape (n_points, n_features)
+            In memory, a memmap or a Dask array.
+        index : array-like of shape (n_pairs, 2), integer
+        y : array-like of shape (n_pairs,), pair labels (1 = similar)
+
+        Returns
+        -------
+        self : WCCN
+        """
+        validate_params(self)
+        pairs = check_pair_input(index, points)
+        s = check_pair_labels(y, len(pairs), require_both=False)
+        similar = np.flatnonzero(s == 1)
+        if similar.size == 0:
+            raise ValueError("WCCN on pairs needs at least one similar pair (label +1 or 1).")
+        self.n_features_in_ = d = pairs.shape[2]
+        self._check_n_components(d, "n_features")
+        scatter = np.zeros((d, d))  # (d, d)
+        for delta in pair_differences(pairs[similar], dtype=np.float64):  # (m, d)
+            scatter += delta.T @ delta
+        return self._fit_scatter(scatter / (4.0 * similar.size), pairs.dtype)
+
+    def _fit_scatter(self, scatter, dtype):
+        """Eigendecompose the within-class scatter (d, d) of eq. 12; set the attributes."""
+        d = scatter.shape[0]
+        lam, V = linalg.eigh(scatter, overwrite_a=True, check_finite=False)  # ascending
         k = self.n_components or d
         advice = "Use more within-class samples (sum of m_i - 1 >= n_features), or set reg > 0."
         components = _whitening_rows(lam[:k], V[:, :k], lam[-1], self.reg, advice)
-        self.components_ = components.astype(X.dtype)
-        self.eigenvalues_ = np.maximum(lam[:k], 0.0).astype(X.dtype)
+        self.components_ = components.astype(dtype)
+        self.eigenvalues_ = np.maximum(lam[:k], 0.0).astype(dtype)
         self.n_components_ = k
         return self
 

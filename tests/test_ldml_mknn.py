@@ -475,7 +475,7 @@ def test_mknn_calibrate_threshold_clone_and_pickle(points):
     assert est.calibrate_threshold(pairs, s, strategy="eer") is est
     assert 0 <= est.threshold_ <= 1
     cloned = clone(MkNN(n_neighbors=7))
-    assert cloned.get_params() == {"n_neighbors": 7, "metric": None}
+    assert cloned.get_params() == {"n_neighbors": 7, "metric": None, "preprocessor": None}
     assert not [k for k in vars(cloned) if k.endswith("_")]
 
 

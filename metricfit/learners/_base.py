@@ -1,13 +1,21 @@
 """The pair API every learner shares (pair_score, thresholds, decision_function, predict,
-score), built on a learner's ``transform`` and ``threshold_``."""
+score), built on a learner's ``transform`` and ``threshold_``.
+
+Pairs are vectors (n_pairs, 2, d) or, when the learner's ``preprocessor`` holds the points
+(n_points, d), index pairs (n_pairs, 2) into them (metric-learn's convention): those are
+scored by transforming the points once and gathering their embeddings chunk by chunk.
+"""
 
 import numpy as np
-from sklearn.base import ClassifierMixin, TransformerMixin
+from sklearn.base import ClassifierMixin, TransformerMixin, clone
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 
 from .. import metrics
-from ..pairs import check_pair_labels, check_pairs
+from ..pairs import check_pair_labels
+from ..pairs.index import (
+    CHUNK_SIZE, IndexPairs, check_pair_input, is_dask, pair_blocks, read_rows, row_blocks,
+)
 
 
 def validation_split(s, validation_fraction, random_state):
@@ -37,6 +45,34 @@ def cosine_rows(P1, P2):
     return out
 
 
+def embed_points(transform, points):
+    """``transform`` of every point (n_points, k), a block of rows at a time."""
+    n, d = points.shape
+    blocks = row_blocks(n, d, np.dtype(points.dtype).itemsize)
+    if type(points) is np.ndarray:
+        blocks = [slice(0, n)]  # in memory: one product, no concatenation
+    embedded = [np.asarray(transform(read_rows(points, rows, points.dtype))) for rows in blocks]
+    return embedded[0] if len(embedded) == 1 else np.concatenate(embedded)
+
+
+def score_index_pairs(transform, score, pairs, chunk_size=CHUNK_SIZE):
+    """``score(E[p_i], E[q_i])`` for :class:`IndexPairs`, with ``E = transform(points)``.
+
+    The points are embedded once (only those the pairs use when there are fewer pairs than
+    points); pairs are gathered ``chunk_size`` at a time, so memory is O(n_points k).
+    """
+    points, index = pairs.points, pairs.index
+    if is_dask(index):
+        index = np.asarray(index)  # one compute, not one per chunk
+    if 2 * index.shape[0] < points.shape[0]:
+        used, local = np.unique(np.asarray(index), return_inverse=True)
+        points, index = read_rows(points, used, points.dtype), local.reshape(-1, 2)
+    E = embed_points(transform, points)  # (n_points, k)
+    scores = [score(E[np.asarray(index[rows, 0])], E[np.asarray(index[rows, 1])])
+              for rows in pair_blocks(index.shape[0], chunk_size)]
+    return np.concatenate(scores)
+
+
 class PairLearnerMixin(ClassifierMixin, TransformerMixin):
     """The pair API every learner shares, built on ``transform`` and ``threshold_``.
 
@@ -48,9 +84,23 @@ class PairLearnerMixin(ClassifierMixin, TransformerMixin):
 
     _score_kind = "cosine"
 
-    def _check_pairs(self, pairs):
+    def __sklearn_clone__(self):
+        """``clone`` deep-copies parameters: a memmap, streamed or Dask ``preprocessor``
+        (read-only points) is shared by the clone instead, so GridSearchCV never loads it."""
+        points = getattr(self, "preprocessor", None)
+        if points is None or type(points) is np.ndarray:
+            return super().__sklearn_clone__()
+        try:
+            copy = clone(self.set_params(preprocessor=None))
+        finally:
+            self.set_params(preprocessor=points)
+        return copy.set_params(preprocessor=points)
+
+    def _check_pairs(self, pairs, reject_zero=True):
+        """Fitted check; vector pairs (n, 2, d) or :class:`IndexPairs` into the preprocessor."""
         check_is_fitted(self)
-        return check_pairs(pairs, n_features=self.n_features_in_, reject_zero=True)
+        return check_pair_input(pairs, getattr(self, "preprocessor", None),
+                                n_features=self.n_features_in_, reject_zero=reject_zero)
 
     def pair_score(self, pairs):
         """Similarity of each pair in the learned space (higher = more similar): the cosine
@@ -58,13 +108,17 @@ class PairLearnerMixin(ClassifierMixin, TransformerMixin):
 
         Parameters
         ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
+        pairs : array-like of shape (n_pairs, 2, n_features) or (n_pairs, 2)
+            Vector pairs, or integer index pairs into the points of ``preprocessor``.
 
         Returns
         -------
         scores : ndarray of shape (n_pairs,)
         """
-        embedded = self.transform(self._check_pairs(pairs))  # (n, 2, k)
+        pairs = self._check_pairs(pairs)
+        if isinstance(pairs, IndexPairs):
+            return score_index_pairs(self.transform, self._score_embedded, pairs)
+        embedded = self.transform(pairs)  # (n, 2, k)
         return self._score_embedded(embedded[:, 0], embedded[:, 1])
 
     def _score_embedded(self, a, b):
@@ -91,7 +145,7 @@ class PairLearnerMixin(ClassifierMixin, TransformerMixin):
 
         Parameters
         ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
+        pairs : array-like of shape (n_pairs, 2, n_features) or (n_pairs, 2) index pairs
         y : array-like of shape (n_pairs,), both classes present
         strategy : {'accuracy', 'eer'}, default='accuracy'
             'accuracy' maximises the decision accuracy on these pairs (maxDA, seed 004

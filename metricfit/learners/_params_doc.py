@@ -49,6 +49,14 @@ SIAMESE_PARAMETERS = """
     callback : callable, default=None
         ``callback(params, n_iter)`` after each iteration (L-BFGS) or check (SGD); params is
         the (k, d) matrix for a linear mapping, the flat vector otherwise.
+    preprocessor : array-like of shape (n_points, n_features), default=None
+        The points of index pairs: with it, ``fit``, ``pair_score``, ``predict``, ``score``
+        and ``calibrate_threshold`` also take pairs as an (n_pairs, 2) integer array of row
+        indices into it (metric-learn's convention), and fit the same model as on the
+        (n_pairs, 2, n_features) pairs without forming them. A NumPy array, a
+        ``numpy.memmap`` (float32/float64, read in blocks of rows) or a Dask array (the
+        gradient becomes a map-reduce on the Dask scheduler in use; ``metricfit[dask]``).
+        ``transform`` still takes points.
 """
 
 SIAMESE_ATTRIBUTES = """

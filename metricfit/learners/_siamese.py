@@ -18,13 +18,20 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, StrOptions, validate_params
 from ..mappings import MAPPINGS, MappedObjective, l2_normalise
+from ..mappings.objective import IndexMappedObjective
 from ..optim import SOLVERS, minimize
 from ..pairs import check_pair_labels, check_pairs, check_points
+from ..pairs.index import IndexPairs, check_pair_input, normalised_points
 from ..whitening import WCCN
-from ._base import PairLearnerMixin, validation_accuracy, validation_split
+from ._base import PairLearnerMixin, score_index_pairs, validation_accuracy, validation_split
 
 DEFAULT_MAX_ITER = {"lbfgs": 200, "sgd": 20000}
 N_TRAIN_SCORE_PAIRS = 2000  # training pairs scored at each SGD check, for the learning curve
+
+
+def _rows(pairs, mask):
+    """``pairs[mask]``, without a copy when every pair is kept."""
+    return pairs if mask.all() else pairs[mask]
 
 
 class SiameseLearner(PairLearnerMixin, BaseEstimator):
@@ -57,6 +64,7 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         "verbose": [Interval(Integral, 0, None), "boolean"],
         "warm_start": ["boolean"],
         "callback": [callable, None],
+        "preprocessor": ["array-like", None],
     }
 
     def __init__(
@@ -82,6 +90,7 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         verbose=0,
         warm_start=False,
         callback=None,
+        preprocessor=None,
     ):
         self.n_components = n_components
         self.mapping = mapping
@@ -103,6 +112,7 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         self.verbose = verbose
         self.warm_start = warm_start
         self.callback = callback
+        self.preprocessor = preprocessor
 
     def _loss_params(self):
         return {}
@@ -114,7 +124,9 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
 
         Parameters
         ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
+        pairs : array-like of shape (n_pairs, 2, n_features) or (n_pairs, 2)
+            Vector pairs, or integer index pairs into the points of ``preprocessor`` (the
+            same fit, without the (n_pairs, 2, n_features) array).
         y : array-like of shape (n_pairs,)
             +1 similar, -1 dissimilar ({0, 1} accepted, 1 = similar). Both classes are
             needed (the threshold is calibrated on all pairs, also when ``similar_only``).
@@ -124,16 +136,17 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         self
         """
         validate_params(self)
-        pairs = check_pairs(pairs, reject_zero=True)
+        pairs = check_pair_input(pairs, self.preprocessor, reject_zero=True)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         self.n_features_in_ = pairs.shape[2]
         inputs = self._normalised(pairs)
         train, validation = self._split(s)
         mapping = self._make_mapping()
-        theta0, reference = self._initial_params(mapping, inputs[train], s[train], pairs.dtype)
+        theta0, reference = self._initial_params(mapping, _rows(inputs, train), s[train],
+                                                 pairs.dtype)
         start = self._theta() if self._warm(mapping) else theta0
         fitted = train & (s == 1) if self.similar_only else train
-        objective = self._objective(mapping, inputs[fitted], s[fitted], reference)
+        objective = self._objective(mapping, _rows(inputs, fitted), s[fitted], reference)
         result = minimize(objective, start, solver=self.solver,
                           **self._solver_options(mapping, inputs, s, train, validation))
         self._warn_if_failed(result)
@@ -141,7 +154,7 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         self.n_iter_ = int(result.nit)
         self.curves_ = getattr(result, "curves", None)
         self.classes_ = np.array([-1, 1])
-        return self.calibrate_threshold(pairs, s)
+        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)
 
     def _warm(self, mapping):
         """Warm start only from a previous fit of the same mapping and sizes."""
@@ -150,6 +163,8 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
     def _normalised(self, X):
         if not self.normalize:
             return X
+        if isinstance(X, IndexPairs):
+            return X.with_points(normalised_points(X.points, l2_normalise))
         return l2_normalise(X.reshape(-1, X.shape[-1])).reshape(X.shape)
 
     def _split(self, s):
@@ -184,7 +199,10 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         if isinstance(init, str) and init == "identity":
             theta0 = mapping.init()
         elif isinstance(init, str):  # 'wccn': each similar pair a class (seed 002 III.D)
-            theta0 = WCCN(n_components=mapping.n_components).fit(pairs, s).components_.ravel()
+            wccn = WCCN(n_components=mapping.n_components)
+            wccn = (wccn.fit_index_pairs(pairs.points, pairs.index, s)
+                    if isinstance(pairs, IndexPairs) else wccn.fit(pairs, s))
+            theta0 = wccn.components_.ravel()
         else:
             theta0 = self._array_init(mapping)
         theta0 = theta0.astype(dtype)
@@ -205,12 +223,17 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         return A0.ravel()
 
     def _objective(self, mapping, pairs, s, reference):
-        X1, X2 = pairs[:, 0], pairs[:, 1]
+        """The loss's prepared objective (linear) or the mapped composition, over vector
+        pairs or, without gathering them, over index pairs."""
+        index = isinstance(pairs, IndexPairs)
+        data = (pairs.points, pairs.index) if index else (pairs[:, 0], pairs[:, 1])
         if self.mapping == "linear":
             A0 = reference.reshape(mapping.n_components, mapping.n_features)
-            return self._loss.objective(X1, X2, s, lam=self.lam, A0=A0, **self._loss_params())
+            prepare = self._loss.index_objective if index else self._loss.objective
+            return prepare(*data, s, lam=self.lam, A0=A0, **self._loss_params())
         loss = functools.partial(self._loss.embedding_cost_grad, **self._loss_params())
-        return MappedObjective(loss, mapping, X1, X2, s, lam=self.lam, theta0=reference)
+        Objective = IndexMappedObjective if index else MappedObjective
+        return Objective(loss, mapping, *data, s, lam=self.lam, theta0=reference)
 
     def _solver_options(self, mapping, inputs, s, train, validation):
         options = {"max_iter": self.max_iter or DEFAULT_MAX_ITER[self.solver],
@@ -282,6 +305,9 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         return self.mapping_.transform(self._theta(), flat).reshape(*X.shape[:-1], -1)
 
     def _embedded_scores(self, mapping, theta, pairs):
+        if isinstance(pairs, IndexPairs):
+            return score_index_pairs(functools.partial(mapping.transform, theta),
+                                     self._score_embedded, pairs)
         flat = mapping.transform(theta, pairs.reshape(-1, pairs.shape[-1]))
         embedded = flat.reshape(pairs.shape[0], 2, -1)
         return self._score_embedded(embedded[:, 0], embedded[:, 1])

@@ -5,6 +5,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..pairs import check_pair_labels, check_pairs, check_points
+from ..pairs.index import check_pair_input
 from ._base import PairLearnerMixin
 
 
@@ -12,6 +13,12 @@ class CosineSimilarity(PairLearnerMixin, BaseEstimator):
     """Score pairs by the cosine of their vectors (seed 002 eq. 1): nothing to learn but the
     threshold. The baseline of seed 002 Table I, and the scorer to put after a transformer
     (``make_pipeline(WPCA(), WCCN(), CosineSimilarity())``).
+
+    Parameters
+    ----------
+    preprocessor : array-like of shape (n_points, n_features), default=None
+        The points of index pairs: with it, pairs may also be given as an (n_pairs, 2)
+        integer array of row indices into it (see :class:`metricfit.TSML`).
 
     Attributes
     ----------
@@ -29,13 +36,17 @@ class CosineSimilarity(PairLearnerMixin, BaseEstimator):
     array([ 1, -1])
     """
 
+    def __init__(self, preprocessor=None):
+        self.preprocessor = preprocessor
+
     def fit(self, pairs, y):
-        """Calibrate ``threshold_`` on labelled pairs (both classes needed)."""
-        pairs = check_pairs(pairs, reject_zero=True)
+        """Calibrate ``threshold_`` on labelled pairs (both classes needed): vector pairs or
+        index pairs into ``preprocessor``."""
+        pairs = check_pair_input(pairs, self.preprocessor, reject_zero=True)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         self.n_features_in_ = pairs.shape[2]
         self.classes_ = np.array([-1, 1])
-        return self.calibrate_threshold(pairs, s)
+        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)
 
     def transform(self, X):
         """The identity on validated points (n, d) or pairs (n, 2, d)."""

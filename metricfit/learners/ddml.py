@@ -51,14 +51,15 @@ class DDML(SiameseLearner):
                  normalize=False, init="auto", lam=1e-3, similar_only=False, solver="lbfgs",
                  max_iter=None, tol=1e-5, learning_rate=1e-3, momentum=0.9, batch_size=32,
                  validation_fraction=0.1, validation_interval=100, n_iter_no_change=20,
-                 random_state=None, verbose=0, warm_start=False, callback=None):
+                 random_state=None, verbose=0, warm_start=False, callback=None,
+                 preprocessor=None):
         super().__init__(
             n_components, mapping=mapping, n_hidden=n_hidden, normalize=normalize, init=init,
             lam=lam, similar_only=similar_only, solver=solver, max_iter=max_iter, tol=tol,
             learning_rate=learning_rate, momentum=momentum, batch_size=batch_size,
             validation_fraction=validation_fraction, validation_interval=validation_interval,
             n_iter_no_change=n_iter_no_change, random_state=random_state, verbose=verbose,
-            warm_start=warm_start, callback=callback)
+            warm_start=warm_start, callback=callback, preprocessor=preprocessor)
         self.T = T
         self.tau = tau
 

@@ -13,7 +13,8 @@ from ..losses import ldml as ldml_loss
 from ..optim import minimize
 from ..optim.projected import ScaledObjective, minimize_projected, project_diagonal, project_psd
 from ..pairs import check_pair_labels, check_pairs, check_points
-from ._base import PairLearnerMixin, validation_accuracy, validation_split
+from ..pairs.index import IndexPairs, check_pair_input, pair_differences
+from ._base import PairLearnerMixin, score_index_pairs, validation_accuracy, validation_split
 from ._siamese import SiameseLearner
 
 DEFAULT_MAX_ITER = {"lbfgs": 200, "sgd": 20000, "projected": 2000}
@@ -62,6 +63,13 @@ class LDML(PairLearnerMixin, BaseEstimator):
         Start from the previous fit's ``metric_`` and ``bias_`` (projected, with a constraint).
     callback : callable, default=None
         ``callback(M, b, n_iter)`` after each iteration (check, for SGD).
+    preprocessor : array-like of shape (n_points, n_features), default=None
+        The points of index pairs: ``fit``, ``pair_score``, ``pair_distance``,
+        ``predict_proba``, ``predict``, ``score`` and ``calibrate_threshold`` then also take
+        pairs as an (n_pairs, 2) integer array of row indices into it. The fit is the same
+        as on the (n_pairs, 2, d) pairs, in O(n_points d^2 + n_pairs d) per iteration instead
+        of O(n_pairs d^2) (:class:`metricfit.losses.ldml.LDMLIndexObjective`). NumPy array,
+        float32/float64 memmap (read in blocks) or Dask array (map-reduce).
 
     Attributes
     ----------
@@ -97,7 +105,7 @@ class LDML(PairLearnerMixin, BaseEstimator):
         **{name: SiameseLearner._parameter_constraints[name] for name in (
             "lam", "max_iter", "tol", "learning_rate", "momentum", "batch_size",
             "validation_fraction", "validation_interval", "n_iter_no_change", "random_state",
-            "verbose", "warm_start", "callback")},
+            "verbose", "warm_start", "callback", "preprocessor")},
         "constraint": [StrOptions(set(PROJECTIONS)), None],
         "init": [StrOptions({"identity", "zeros"}), "array-like"],
         "solver": [StrOptions({"lbfgs", "sgd"})],
@@ -106,7 +114,8 @@ class LDML(PairLearnerMixin, BaseEstimator):
     def __init__(self, lam=1e-3, *, constraint=None, init="identity", solver="lbfgs",
                  max_iter=None, tol=1e-5, learning_rate=1e-3, momentum=0.9, batch_size=32,
                  validation_fraction=0.1, validation_interval=100, n_iter_no_change=20,
-                 random_state=None, verbose=0, warm_start=False, callback=None):
+                 random_state=None, verbose=0, warm_start=False, callback=None,
+                 preprocessor=None):
         self.lam = lam
         self.constraint = constraint
         self.init = init
@@ -123,13 +132,15 @@ class LDML(PairLearnerMixin, BaseEstimator):
         self.verbose = verbose
         self.warm_start = warm_start
         self.callback = callback
+        self.preprocessor = preprocessor
 
     def fit(self, pairs, y):
         """Learn M and b from labelled pairs, then calibrate ``threshold_`` on them.
 
         Parameters
         ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
+        pairs : array-like of shape (n_pairs, 2, n_features) or (n_pairs, 2)
+            Vector pairs, or integer index pairs into the points of ``preprocessor``.
         y : array-like of shape (n_pairs,), +1 similar, -1 dissimilar ({0, 1} accepted)
 
         Returns
@@ -137,19 +148,17 @@ class LDML(PairLearnerMixin, BaseEstimator):
         self
         """
         validate_params(self)
-        pairs = check_pairs(pairs)
+        pairs = check_pair_input(pairs, self.preprocessor)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         d = self.n_features_in_ = pairs.shape[2]
-        D = pairs[:, 0] - pairs[:, 1]  # (n, d)
         solver = "projected" if self.constraint else self.solver
         train = self._train_mask(s, solver)
-        rms = np.sqrt(np.mean(np.square(D[train], dtype=np.float64), axis=0))
+        rms = _difference_rms(pairs[train])
         scale = 1 / np.where(rms > 0, rms, 1)  # precondition: M = S M' S, S = diag(1 / rms)
-        objective = ScaledObjective(ldml_loss.objective(
-            pairs[train, 0], pairs[train, 1], s[train], lam=self.lam),
-            np.append(np.outer(scale, scale).ravel(), 1.0))
-        theta0 = self._start(D[train], d) / objective.scale
-        result = self._minimize(solver, objective, theta0, D, s, ~train)
+        objective = ScaledObjective(self._objective(pairs[train], s[train]),
+                                    np.append(np.outer(scale, scale).ravel(), 1.0))
+        theta0 = self._start(pairs[train], d) / objective.scale
+        result = self._minimize(solver, objective, theta0, pairs, s, ~train)
         if not (result.success or (solver == "sgd" and result.status == 1)):
             warnings.warn(f"[LDML] {solver} did not converge after {result.nit} iterations: "
                           f"{result.message}. Increase max_iter or tol.", ConvergenceWarning)
@@ -162,14 +171,19 @@ class LDML(PairLearnerMixin, BaseEstimator):
                           f"{w[-1]:.3g}): transform and components_ give its PSD part only "
                           "(pair_score uses metric_). Use constraint='psd' to embed it exactly.")
         self.n_iter_, self.classes_ = int(result.nit), np.array([-1, 1])
-        return self.calibrate_threshold(pairs, s)
+        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)
+
+    def _objective(self, pairs, s):
+        if isinstance(pairs, IndexPairs):
+            return ldml_loss.index_objective(pairs.points, pairs.index, s, lam=self.lam)
+        return ldml_loss.objective(pairs[:, 0], pairs[:, 1], s, lam=self.lam)
 
     def _train_mask(self, s, solver):
         if solver != "sgd":
             return np.ones(s.shape[0], dtype=bool)
         return validation_split(s, self.validation_fraction, self.random_state)
 
-    def _start(self, D, d):
+    def _start(self, pairs, d):
         """theta0 = [M0, b0]: the previous fit (warm start) or init with b0 = median d_M0."""
         if self.warm_start and getattr(self, "metric_", np.empty(0)).shape == (d, d):
             return ldml_loss.pack(self.metric_.astype(np.float64), self.bias_)
@@ -182,9 +196,9 @@ class LDML(PairLearnerMixin, BaseEstimator):
                                  f"and finite values, got shape {M0.shape}.")
         if self.constraint:
             M0 = PROJECTIONS[self.constraint](M0)
-        return ldml_loss.pack(M0, np.median(np.einsum("ij,ij->i", D @ M0.astype(D.dtype), D)))
+        return ldml_loss.pack(M0, np.median(metric_distances(M0, pairs)))
 
-    def _minimize(self, solver, objective, theta0, D, s, validation):
+    def _minimize(self, solver, objective, theta0, pairs, s, validation):
         d = self.n_features_in_
         options = {"max_iter": self.max_iter or DEFAULT_MAX_ITER[solver],
                    "callback": self._on_iteration(d, objective.scale),
@@ -197,10 +211,11 @@ class LDML(PairLearnerMixin, BaseEstimator):
         if solver == "lbfgs":
             return minimize(objective, theta0, solver="lbfgs", tol=self.tol, **options)
 
+        held_out = pairs[validation]
+
         def accuracy(theta):
             M, b = ldml_loss.unpack(theta * objective.scale, d)
-            Dv = D[validation]
-            return validation_accuracy(s[validation], b - np.einsum("ij,ij->i", Dv @ M, Dv))
+            return validation_accuracy(s[validation], b - metric_distances(M, held_out))
 
         return minimize(objective, theta0, solver="sgd", learning_rate=self.learning_rate,
                         momentum=self.momentum, batch_size=self.batch_size, validation=accuracy,
@@ -215,15 +230,11 @@ class LDML(PairLearnerMixin, BaseEstimator):
                 self.callback(*ldml_loss.unpack(theta * scale, d), n_iter)
         return report if (self.verbose or self.callback) else None
 
-    def _check_pairs(self, pairs):
-        check_is_fitted(self)
-        return check_pairs(pairs, n_features=self.n_features_in_)  # zero vectors are fine
-
     def pair_distance(self, pairs):
-        """``d_M(x, y) = (x - y)^T M (x - y)`` with the learned M (eq. 1), shape (n_pairs,)."""
-        pairs = self._check_pairs(pairs)
-        D = pairs[:, 0] - pairs[:, 1]
-        return np.einsum("ij,ij->i", D @ self.metric_.astype(D.dtype), D)
+        """``d_M(x, y) = (x - y)^T M (x - y)`` with the learned M (eq. 1), shape (n_pairs,);
+        vector pairs or index pairs into ``preprocessor``."""
+        pairs = self._check_pairs(pairs, reject_zero=False)  # checks fitted first
+        return metric_distances(self.metric_, pairs)
 
     def pair_score(self, pairs):
         """``b - d_M(x, y)``, the logit of p (eq. 2): higher = more similar, shape (n_pairs,)."""
@@ -242,3 +253,28 @@ class LDML(PairLearnerMixin, BaseEstimator):
         check = check_pairs if np.ndim(X) == 3 else check_points
         X = check(X, n_features=self.n_features_in_)
         return X @ self.components_.T.astype(X.dtype)
+
+
+def _difference_rms(pairs):
+    """Root mean square of ``x - y`` per feature (d,), over vector or index pairs."""
+    total = 0.0
+    for delta in pair_differences(pairs, dtype=np.float64):  # (m, d)
+        total = total + np.einsum("ij,ij->j", delta, delta)
+    return np.sqrt(total / len(pairs))
+
+
+def metric_distances(M, pairs):
+    """``d_M(x_i, y_i) = delta_i^T M delta_i`` (n_pairs,) for vector pairs or
+    :class:`IndexPairs`; for the latter from the rows ``[x M, x]`` of the points
+    (:func:`metricfit.losses.ldml.metric_embedding`): O(d) per pair after one GEMM."""
+    if isinstance(pairs, IndexPairs):
+        d = M.shape[0]
+
+        def rowwise(first, second):
+            diff = first - second  # (m, 2d): [delta M, delta]
+            return np.einsum("ij,ij->i", diff[:, :d], diff[:, d:])
+
+        return score_index_pairs(
+            lambda X: ldml_loss.metric_embedding(X, M.astype(X.dtype)), rowwise, pairs)
+    D = pairs[:, 0] - pairs[:, 1]
+    return np.einsum("ij,ij->i", D @ M.astype(D.dtype), D)

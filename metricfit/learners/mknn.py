@@ -54,6 +54,10 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         same object). :func:`sklearn.base.clone` clones an estimator parameter into an
         unfitted one: wrap it in :class:`sklearn.frozen.FrozenEstimator` for ``clone``,
         ``cross_val_score`` or ``GridSearchCV``.
+    preprocessor : array-like of shape (n_points, n_features), default=None
+        Points that :meth:`pair_score`, :meth:`predict` and :meth:`calibrate_threshold`
+        may take pairs of as an (n_pairs, 2) integer array of row indices (``fit`` takes
+        labelled points either way).
 
     Attributes
     ----------
@@ -90,11 +94,13 @@ class MkNN(PairLearnerMixin, BaseEstimator):
     """
 
     _score_kind = "probability"
-    _parameter_constraints = {"n_neighbors": [Interval(Integral, 1, None)]}
+    _parameter_constraints = {"n_neighbors": [Interval(Integral, 1, None)],
+                              "preprocessor": ["array-like", None]}
 
-    def __init__(self, n_neighbors=10, metric=None):
+    def __init__(self, n_neighbors=10, metric=None, preprocessor=None):
         self.n_neighbors = n_neighbors
         self.metric = metric
+        self.preprocessor = preprocessor
 
     def fit(self, X, y):
         """Index labelled training points and calibrate ``threshold_`` (leave-one-out).
@@ -187,10 +193,10 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         where = np.searchsorted(points, index_pairs)
         return self._probability(loo[where[:, 0]], loo[where[:, 1]])
 
-    def _check_pairs(self, pairs):
+    def _check_pairs(self, pairs, reject_zero=True):
         check_is_fitted(self)
         cosine = score_kind(self.metric_) == "cosine"
-        return check_pairs(pairs, n_features=self.n_features_in_, reject_zero=cosine)
+        return super()._check_pairs(pairs, reject_zero=reject_zero and cosine)
 
     def _score_embedded(self, a, b):
         """Eq. 5 for embedded points a, b (n, k): neighbours of each among the training set."""
@@ -203,7 +209,8 @@ class MkNN(PairLearnerMixin, BaseEstimator):
 
         Parameters
         ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
+        pairs : array-like of shape (n_pairs, 2, n_features) or (n_pairs, 2)
+            Vector pairs, or integer index pairs into ``preprocessor``.
 
         Returns
         -------

@@ -122,8 +122,12 @@ class PreparedObjective:
     _embedding_kernel = None
 
     def __init__(self, X1, X2, s, lam, A0, chunk_size):
-        self.X1, self.X2, self.labels = X1, X2, s
-        self.n_pairs, self.n_features, self.dtype = X1.shape[0], X1.shape[1], X1.dtype
+        self.X1, self.X2 = X1, X2
+        self._init_common(X1.shape[0], X1.shape[1], X1.dtype, s, lam, A0, chunk_size)
+
+    def _init_common(self, n_pairs, n_features, dtype, s, lam, A0, chunk_size):
+        """Sizes, labels, chunk size, ``lam`` and ``A0``: what every layout of the data shares."""
+        self.labels, self.n_pairs, self.n_features, self.dtype = s, n_pairs, n_features, dtype
         self.chunk_size = int(chunk_size)
         self.lam = float(lam)
         if lam < 0:

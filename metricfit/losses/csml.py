@@ -37,9 +37,10 @@ from ._linear import (
     check_pair_data,
     composed_cost_grad,
 )
+from ._index import IndexPairObjective
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
-__all__ = ["cost_grad", "objective", "embedding_cost_grad", "CSMLObjective"]
+__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "CSMLObjective"]
 
 
 @njit(cache=True)
@@ -109,3 +110,10 @@ class CSMLObjective(PreparedObjective):
 def objective(X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
     """Prepare the CSML objective once per data set; return ``f(A) -> (J, G)``."""
     return CSMLObjective(X1, X2, s, lam=lam, A0=A0, chunk_size=chunk_size)
+
+
+def index_objective(points, index, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
+    """The CSML objective over index pairs into ``points``: the four GEMMs over the pairs
+    become two over the points (:mod:`metricfit.losses._index`); ``f(A) -> (J, G)``."""
+    return IndexPairObjective(points, index, s, _embedding_grad_inplace, lam=lam, A0=A0,
+                              chunk_size=chunk_size)

@@ -59,9 +59,10 @@ from ._linear import (
     check_components,
     check_pair_data,
 )
+from ._index import IndexPairObjective
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
-__all__ = ["cost_grad", "objective", "embedding_cost_grad", "DDMLObjective"]
+__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "DDMLObjective"]
 
 
 @njit(cache=True)
@@ -227,3 +228,15 @@ def objective(X1, X2, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_SIZ
     (k, d) or flat, as scipy's ``jac=True`` needs, and has the batch protocol.
     """
     return DDMLObjective(X1, X2, s, lam=lam, A0=A0, T=T, tau=tau, chunk_size=chunk_size)
+
+
+def index_objective(points, index, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_SIZE):
+    """The DDML objective over index pairs into ``points``; return ``f(A) -> (J, G)``.
+
+    ``x - y`` is no longer formed: ``a_i - b_i = P[p_i] - P[q_i]`` with ``P = X A^T``
+    projected once per call, and ``s_i sigma(T z_i)(a_i - b_i)`` is scattered back onto both
+    points with opposite signs (:mod:`metricfit.losses._index`).
+    """
+    T, tau, _ = _check_hyper(T, tau)
+    return IndexPairObjective(points, index, s, _embedding_grad_inplace, (T, tau), lam=lam,
+                              A0=A0, chunk_size=chunk_size)

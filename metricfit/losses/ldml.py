@@ -56,9 +56,21 @@ import numpy as np
 from numba import njit
 
 from ..pairs import check_points
+from ._index import check_index_pair_data, make_passes
 from ._linear import CHUNK_SIZE, _float_dtype, check_pair_data
 
-__all__ = ["cost_grad", "objective", "pair_probability", "pack", "unpack", "LDMLObjective"]
+__all__ = ["cost_grad", "objective", "index_objective", "pair_probability", "pack", "unpack",
+           "metric_embedding", "LDMLObjective", "LDMLIndexObjective"]
+
+
+@njit(cache=True)
+def _pair_cost_weight(dist, si, b):  # pragma: no cover (compiled)
+    """(J_i, w_i) of one pair from its distance delta^T M delta, stably:
+    J_i = softplus(-s_i u_i), u_i = b - dist, and w_i = t_i - p_i = s_i sigma(-s_i u_i)."""
+    v = si * (dist - b)  # = -s_i u_i
+    e = math.exp(-abs(v))  # in (0, 1]
+    J = max(v, 0.0) + math.log1p(e)  # softplus(v) = -ln p_i or -ln(1 - p_i)
+    return J, si * (1.0 / (1.0 + e) if v >= 0.0 else e / (1.0 + e))
 
 
 @njit(cache=True)
@@ -72,14 +84,36 @@ def _weights_inplace(DM, D, s, b):  # pragma: no cover (compiled)
         dist = 0.0
         for j in range(d):
             dist += np.float64(DM[i, j]) * np.float64(D[i, j])
-        si = np.float64(s[i])
-        v = si * (dist - b)  # = -s_i u_i
-        e = math.exp(-abs(v))  # in (0, 1]
-        total += max(v, 0.0) + math.log1p(e)  # softplus(v) = -ln p_i or -ln(1 - p_i)
-        w = si * (1.0 / (1.0 + e) if v >= 0.0 else e / (1.0 + e))  # s_i sigma(v) = t_i - p_i
+        J, w = _pair_cost_weight(dist, np.float64(s[i]), b)
+        total += J
         sum_w += w
         for j in range(d):
             DM[i, j] = w * D[i, j]
+    return total, sum_w
+
+
+@njit(cache=True)
+def _index_weights_scatter(E, first, second, s, b, R):  # pragma: no cover (compiled)
+    """For pairs (p_i, q_i) of rows of E = [X M, X] (n_points, 2d): the distance
+    ``(E[p] - E[q])[:d] . (E[p] - E[q])[d:] = delta_i^T M delta_i``, (J_i, w_i), and
+    ``R[p_i] += w_i delta_i``, ``R[q_i] -= w_i delta_i``; return (sum_i J_i, sum_i w_i).
+    No temporaries: two row reads of E and two read-modify-writes of R per pair."""
+    m, d = first.shape[0], R.shape[1]
+    total = 0.0
+    sum_w = 0.0
+    for i in range(m):
+        p, q = first[i], second[i]
+        dist = 0.0
+        for j in range(d):
+            dist += ((np.float64(E[p, j]) - np.float64(E[q, j]))
+                     * (np.float64(E[p, d + j]) - np.float64(E[q, d + j])))
+        J, w = _pair_cost_weight(dist, np.float64(s[i]), b)
+        total += J
+        sum_w += w
+        for j in range(d):
+            g = w * (np.float64(E[p, d + j]) - np.float64(E[q, d + j]))
+            R[p, j] += g
+            R[q, j] -= g
     return total, sum_w
 
 
@@ -151,9 +185,14 @@ def _data_cost_grad(M, b, s, chunk_size, D=None, X1=None, X2=None):
         total += t
         sum_w += w
         GM += DM.T @ delta  # sum_i w_i delta_i delta_i^T
-    GM += GM.T  # exactly symmetric: 2 x; halved below
+    return total, _symmetrise(GM), sum_w
+
+
+def _symmetrise(GM):
+    """(GM + GM^T) / 2 in place: the data term is symmetric, this makes it exactly so."""
+    GM += GM.T
     GM *= 0.5
-    return total, GM, sum_w
+    return GM
 
 
 def _finish(total, GM, sum_w, M, lam, n, dtype):
@@ -244,10 +283,15 @@ class LDMLObjective:
         return self._evaluate(theta, self.D[indices], self.labels[indices])
 
     def _evaluate(self, theta, D, s):
+        return self._finish_flat(theta, lambda M, b: _data_cost_grad(
+            M, b, s, self.chunk_size, D=D), s.shape[0])
+
+    def _finish_flat(self, theta, data_cost_grad, n):
+        """``(J, g)`` from ``data_cost_grad(M, b) -> (sum_i J_i, sum_i dJ_i/dM, sum_i w_i)``."""
         M, b = unpack(theta, self.n_features)
         M, b = _check_params(M, b, self.n_features, self.dtype)
-        total, GM, sum_w = _data_cost_grad(M, b, s, self.chunk_size, D=D)
-        J, GM, gb = _finish(total, GM, sum_w, M, self.lam, D.shape[0], self.dtype)
+        total, GM, sum_w = data_cost_grad(M, b)
+        J, GM, gb = _finish(total, GM, sum_w, M, self.lam, n, self.dtype)
         return J, np.concatenate([GM.ravel(), np.reshape(gb, 1)])
 
 
@@ -258,3 +302,62 @@ def objective(X1, X2, s, lam=0.0, chunk_size=CHUNK_SIZE):
     gradient as :func:`cost_grad` (a test ties them).
     """
     return LDMLObjective(X1, X2, s, lam=lam, chunk_size=chunk_size)
+
+
+def metric_embedding(X_block, M):
+    """Pass 1 over index pairs: ``[X M, X]`` (m, 2d) for a block of points, so that the
+    difference of two rows is ``[delta M, delta]``."""
+    return np.hstack([X_block @ M, X_block])
+
+
+def _index_pair_block(E, index, s, R, b):
+    """Pass 2 over one chunk of index pairs; returns ``(sum_i J_i, sum_i w_i)``.
+
+    ``[delta_i M, delta_i]`` is the difference of two rows of E: O(d) per pair, where the
+    pairs of vectors need the O(m d^2) GEMM ``D M``. The weights ``w_i delta_i`` are
+    scattered onto R with ``+`` at p_i and ``-`` at q_i, so that ``R^T X = sum_i w_i
+    delta_i delta_i^T`` (:func:`_index_weights_scatter`).
+    """
+    first, second = np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
+    return _index_weights_scatter(E, first, second, s, b, R)
+
+
+class LDMLIndexObjective(LDMLObjective):
+    """LDML ``f(theta) -> (J, g)`` over index pairs into ``points`` (n_points, d).
+
+    Per call: ``[X M, X]`` over the points (one n_points x d x d GEMM), O(d) per pair for
+    the distances and weights, and ``G_M = R^T X`` (one n_points x d x d GEMM) with R the
+    scatter of ``w_i delta_i`` (:mod:`metricfit.losses._index`): O(n_points d^2 + n_pairs d)
+    instead of O(n_pairs d^2). Same cost and gradient as :class:`LDMLObjective` on the pairs
+    ``(points[index[:, 0]], points[index[:, 1]])``; same batch protocol.
+    """
+
+    def __init__(self, points, index, s, lam=0.0, chunk_size=CHUNK_SIZE):
+        points, index, s = check_index_pair_data(points, index, s)
+        self.lam = _check_lam(lam)
+        self.labels, self.dtype = s, s.dtype
+        self.n_pairs, self.n_features = index.shape[0], points.shape[1]
+        self.n_params = self.n_features ** 2 + 1
+        self.chunk_size = int(chunk_size)
+        self.passes = make_passes(points, index, s, self.dtype, self.chunk_size)
+
+    def __call__(self, theta):
+        return self._evaluate_passes(theta, self.passes)
+
+    def batch(self, theta, indices):
+        return self._evaluate_passes(theta, self.passes.subset(np.asarray(indices)))
+
+    def _evaluate_passes(self, theta, passes):
+        def data_cost_grad(M, b):
+            (total, sum_w), GM = passes.run(M, metric_embedding, _index_pair_block, (b,),
+                                            self.n_features)
+            return total, _symmetrise(GM), sum_w
+
+        return self._finish_flat(theta, data_cost_grad, passes.index.shape[0])
+
+
+def index_objective(points, index, s, lam=0.0, chunk_size=CHUNK_SIZE):
+    """Prepare the LDML objective over index pairs into ``points``; return
+    ``f(theta) -> (J, g)`` on the flat ``theta = [M.ravel(), b]`` (see
+    :class:`LDMLIndexObjective`)."""
+    return LDMLIndexObjective(points, index, s, lam=lam, chunk_size=chunk_size)

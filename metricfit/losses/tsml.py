@@ -50,9 +50,10 @@ from ._linear import (
     add_regulariser,
     composed_cost_grad,
 )
+from ._index import IndexPairObjective
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
-__all__ = ["cost_grad", "objective", "embedding_cost_grad", "TSMLObjective"]
+__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "TSMLObjective"]
 
 
 @njit(cache=True)
@@ -179,3 +180,16 @@ def objective(X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
     products per call. ``f`` accepts ``A`` as (k, d) or flat, as scipy's ``jac=True`` needs.
     """
     return TSMLObjective(X1, X2, s, lam=lam, A0=A0, chunk_size=chunk_size)
+
+
+def index_objective(points, index, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
+    """The TSML objective over index pairs into ``points``; return ``f(A) -> (J, G)``.
+
+    Pair i is ``(points[index[i, 0]], points[index[i, 1]])``; same cost and gradient as
+    :func:`objective` on those pairs, in O(n_points k d + n_pairs k) per call: the points are
+    projected once, eq. 6's per-pair gradients are scattered back onto them
+    (:mod:`metricfit.losses._index`). ``points`` may be a memmap (read in blocks) or a Dask
+    array (map-reduce over its chunks).
+    """
+    return IndexPairObjective(points, index, s, _embedding_grad_inplace, lam=lam, A0=A0,
+                              chunk_size=chunk_size)

@@ -28,8 +28,9 @@ from numbers import Integral
 import numpy as np
 
 from ..pairs import check_pair_labels
+from ..pairs.index import check_index_pair_data, make_passes, scatter_add_rows
 
-__all__ = ["MappedObjective", "l2_normalise"]
+__all__ = ["MappedObjective", "IndexMappedObjective", "l2_normalise"]
 
 CHUNK_SIZE = 8192
 
@@ -106,12 +107,16 @@ class MappedObjective:
 
     def __init__(self, embedding_cost_grad, mapping, X1, X2, s, lam=0.0, theta0=None,
                  chunk_size=CHUNK_SIZE):
+        self.X1, self.X2, s = _check_pairs(X1, X2, s, mapping.n_features)
+        self._init_common(embedding_cost_grad, mapping, s, lam, theta0, chunk_size)
+
+    def _init_common(self, embedding_cost_grad, mapping, s, lam, theta0, chunk_size):
+        """Loss, mapping, labels (in the data dtype), lam, theta0 and the chunk size."""
         if not callable(embedding_cost_grad):
             raise ValueError("embedding_cost_grad must be a callable (a, b, s) -> (J, Ga, Gb).")
-        self.embedding_cost_grad, self.mapping = embedding_cost_grad, mapping
-        self.X1, self.X2, self.labels = _check_pairs(X1, X2, s, mapping.n_features)
-        self.n_pairs, self.n_features = self.X1.shape
-        self.dtype, self.n_params = self.X1.dtype, mapping.n_params
+        self.embedding_cost_grad, self.mapping, self.labels = embedding_cost_grad, mapping, s
+        self.n_pairs, self.n_features = s.shape[0], mapping.n_features
+        self.dtype, self.n_params = s.dtype, mapping.n_params
         self.lam = float(lam)
         if not self.lam >= 0:
             raise ValueError(f"lam must be >= 0, got {lam}.")
@@ -137,27 +142,101 @@ class MappedObjective:
         return self._evaluate(theta, self.X1[indices], self.X2[indices], self.labels[indices])
 
     def _evaluate(self, theta, X1, X2, s):
+        def data_cost_grad(theta):
+            n, forward, backward = X1.shape[0], self.mapping.forward, self.mapping.backward
+            total, G = 0.0, np.zeros(self.n_params, dtype=self.dtype)
+            for start in range(0, n, self.chunk_size):
+                stop = start + self.chunk_size
+                a, cache_a = forward(theta, X1[start:stop])  # (m, k): the first branch
+                b, cache_b = forward(theta, X2[start:stop])  # (m, k): the second, same theta
+                J, dJda, dJdb = self.embedding_cost_grad(a, b, s[start:stop])  # mean over m
+                dtheta = backward(theta, cache_a, dJda)  # (n_params,)
+                dtheta += backward(theta, cache_b, dJdb)  # shared weights: the branches add
+                m = a.shape[0]
+                dtheta *= m  # the loss averaged over the m pairs of the chunk: back to sums
+                total += float(J) * m
+                G += dtheta
+            return total, G
+
+        return self._finish(theta, data_cost_grad, X1.shape[0])
+
+    def _finish(self, theta, data_cost_grad, n):
+        """Mean over the n pairs plus the regulariser, from ``data_cost_grad(theta) ->
+        (sum_i J_i, sum_i dJ_i/dtheta)``; J and G in the data dtype, G in theta's shape."""
         theta = np.asarray(theta)
         if theta.size != self.n_params:
             raise ValueError(f"theta has {theta.size} entries; the mapping has "
                              f"n_params = {self.n_params}.")
         shape, theta = theta.shape, np.ascontiguousarray(theta.reshape(-1), dtype=self.dtype)
-        n, forward, backward = X1.shape[0], self.mapping.forward, self.mapping.backward
-        total, G = 0.0, np.zeros(self.n_params, dtype=self.dtype)
-        for start in range(0, n, self.chunk_size):
-            stop = start + self.chunk_size
-            a, cache_a = forward(theta, X1[start:stop])  # (m, k): the first branch
-            b, cache_b = forward(theta, X2[start:stop])  # (m, k): the second, same theta
-            J, dJda, dJdb = self.embedding_cost_grad(a, b, s[start:stop])  # mean over m
-            dtheta = backward(theta, cache_a, dJda)  # (n_params,)
-            dtheta += backward(theta, cache_b, dJdb)  # shared weights: the branches add
-            m = a.shape[0]
-            if m != n:  # the loss averaged over the m pairs of the chunk; we want over n
-                dtheta *= m / n
-            total += float(J) * m
-            G += dtheta
+        total, G = data_cost_grad(theta)
+        G = np.asarray(G, dtype=self.dtype) / n
         diff = theta - self.theta0
         J = total / n + 0.5 * self.lam * float(np.vdot(diff, diff))
         if self.lam:
             G += self.lam * diff
         return self.dtype.type(J), G.reshape(shape)
+
+
+def _mapped_pair_block(E, index, s, R, embedding_cost_grad):
+    """Pass 2 over one chunk of index pairs: the loss on the gathered embeddings, its
+    per-pair gradients (times m: the loss returns those of its mean over the chunk)
+    scatter-added onto R; returns ``(sum_i J_i,)``."""
+    first, second = np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
+    m = index.shape[0]
+    J, dJda, dJdb = embedding_cost_grad(E.take(first, axis=0), E.take(second, axis=0), s)
+    scatter_add_rows(R, first, np.ascontiguousarray(dJda, dtype=R.dtype), float(m))
+    scatter_add_rows(R, second, np.ascontiguousarray(dJdb, dtype=R.dtype), float(m))
+    return (float(J) * m,)
+
+
+class _MappingPasses:
+    """Pass 1 and pass 3 of a mapping: ``f(X_block)`` and its backward for a block of R
+    (the block is forwarded again: no cache of the whole point set is kept)."""
+
+    def __init__(self, mapping):
+        self.mapping = mapping
+
+    def embed(self, X_block, theta):
+        return self.mapping.transform(theta, X_block)  # (m, k)
+
+    def back(self, R_block, X_block, theta):
+        _, cache = self.mapping.forward(theta, X_block)
+        return self.mapping.backward(theta, cache, R_block)  # (n_params,)
+
+
+class IndexMappedObjective(MappedObjective):
+    """:class:`MappedObjective` over index pairs into ``points`` (n_points, d).
+
+    The mapping runs on the points, not on the pairs: pass 1 embeds every point once, pass 2
+    scores the gathered embeddings of each chunk of pairs and scatter-adds dJ/da, dJ/db onto
+    the points (R, n_points x k), pass 3 back-propagates R through the mapping block by block
+    of points (:mod:`metricfit.pairs.index`). Per call: two forwards and one backward over
+    the points plus O(k) per pair, instead of two forwards and two backwards per pair. Same
+    cost and gradient as :class:`MappedObjective` on ``(points[index[:, 0]],
+    points[index[:, 1]])``; same batch protocol.
+    """
+
+    def __init__(self, embedding_cost_grad, mapping, points, index, s, lam=0.0, theta0=None,
+                 chunk_size=CHUNK_SIZE):
+        points, index, s = check_index_pair_data(points, index, s)
+        if points.shape[1] != mapping.n_features:
+            raise ValueError(f"points have {points.shape[1]} features; the mapping takes "
+                             f"{mapping.n_features}.")
+        self._init_common(embedding_cost_grad, mapping, s, lam, theta0, chunk_size)
+        self.passes = make_passes(points, index, s, self.dtype, self.chunk_size)
+        self._mapping_passes = _MappingPasses(mapping)
+
+    def __call__(self, theta):
+        return self._evaluate_passes(theta, self.passes)
+
+    def batch(self, theta, indices):
+        return self._evaluate_passes(theta, self.passes.subset(np.asarray(indices)))
+
+    def _evaluate_passes(self, theta, passes):
+        def data_cost_grad(theta):
+            (total,), G = passes.run(theta, self._mapping_passes.embed, _mapped_pair_block,
+                                     (self.embedding_cost_grad,), self.mapping.n_components,
+                                     back=self._mapping_passes.back)
+            return total, G
+
+        return self._finish(theta, data_cost_grad, passes.index.shape[0])

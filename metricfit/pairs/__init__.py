@@ -15,6 +15,10 @@ Modules
 -------
 checks
     :func:`check_pairs`, :func:`check_points`, :func:`check_pair_labels`.
+index
+    Index pairs (n_pairs, 2) into a points array (in memory, memmap or Dask):
+    :func:`check_pair_input` (vector or index pairs, the learners' entry),
+    :class:`IndexPairs`, and the three passes of an objective over them.
 generation
     :func:`sample_pairs`; :func:`fold_pairs` (pairs within folds, the restricted setting)
     and :func:`unrestricted_pairs` (pairs among training samples, the unrestricted setting).
@@ -29,6 +33,7 @@ from .generation import (  # noqa: F401
     ENUMERATE_LIMIT, fold_pairs, sample_pairs, unrestricted_pairs,
 )
 from .identity import IdentityDisjointPairSplit, identity_folds
+from .index import IndexPairs, check_pair_input
 from .lfw import lfw_unrestricted_training_pairs, lfw_view2_splitter
 from .protocols import FoldRotation, PredefinedPairFolds
 
@@ -36,6 +41,8 @@ __all__ = [
     "check_pairs",
     "check_points",
     "check_pair_labels",
+    "check_pair_input",
+    "IndexPairs",
     "sample_pairs",
     "fold_pairs",
     "unrestricted_pairs",
