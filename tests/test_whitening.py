@@ -106,23 +106,26 @@ def test_wpca_pairs_equal_stacked_points():
 
 
 @pytest.mark.parametrize("n, d", [(60, 20), (12, 20)])
-def test_wpca_eigh_and_svd_paths_agree(n, d):
+@pytest.mark.parametrize("solver", ["eigh", "gram"])
+def test_wpca_eigh_gram_and_svd_paths_agree(n, d, solver):
     X = anisotropic(np.random.default_rng(4), n, d)
     Xc = X - X.mean(axis=0)
     k = min(n - 1, d) - 2
-    lam_e, V_e = _top_eigenpairs(Xc.copy(), k, solver="eigh")
+    lam_e, V_e = _top_eigenpairs(Xc.copy(), k, solver=solver)
     lam_s, V_s = _top_eigenpairs(Xc.copy(), k, solver="svd")
     assert_allclose(lam_e, lam_s, rtol=1e-8)
     assert_allclose(np.abs(V_e.T @ V_s), np.eye(k), atol=1e-6)
+    assert_allclose(V_e.T @ V_e, np.eye(k), atol=1e-10)
     assert np.all(np.diff(lam_e) <= 0)
 
 
 def test_wpca_both_paths_through_fit_agree():
-    """A zero column moves n = d (covariance + eigh) to n < d (SVD) without changing W."""
+    """A zero column moves n = d (covariance + eigh) to n < d (Gram + eigh) without changing
+    W."""
     rng = np.random.default_rng(5)
     X = anisotropic(rng, 30, 30)
     big = WPCA(n_components=10).fit(X)  # n >= d: covariance + eigh
-    wide = WPCA(n_components=10).fit(np.hstack([X, np.zeros((30, 1))]))  # n < d: SVD
+    wide = WPCA(n_components=10).fit(np.hstack([X, np.zeros((30, 1))]))  # n < d: Gram
     assert_allclose(wide.components_[:, :-1], big.components_, atol=1e-8)
     assert_allclose(wide.components_[:, -1], 0.0, atol=1e-8)
 
