@@ -525,7 +525,8 @@ def paired(results, a, b, setting_a, setting_b=None):
 
 def fmt_diff(label, d):
     m, s, wins, ties, n = d
-    return f"  {label:<46} {100 * m:+6.2f} +- {100 * s:4.2f} pts   ({wins}/{n} folds better, {ties} ties)"
+    return (f"  {label:<46} {100 * m:+6.2f} +- {100 * s:4.2f} pts   "
+            f"({wins}/{n} folds better, {ties} ties)")
 
 
 def findings(results, losses, mappings):

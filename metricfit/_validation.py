@@ -7,7 +7,7 @@ calls ``validate_params(self)`` at the start of ``fit``. Each constraint is an `
 ``None``; a value is valid when it satisfies any constraint of its list.
 """
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 

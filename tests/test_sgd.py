@@ -129,7 +129,10 @@ def test_float_labels_and_prepared_objective_go_down():
 def test_fixed_seed_is_bit_for_bit_reproducible():
     def run(seed):
         fake = PairLeastSquares(mixed_labels())
-        val = lambda x: -float(np.linalg.norm(x - 1))
+
+        def val(x):
+            return -float(np.linalg.norm(x - 1))
+
         return minimize_sgd(fake, np.zeros(3), max_iter=300, learning_rate=1e-2, momentum=0.9,
                             batch_size=4, random_state=seed, validation=val, check_every=10,
                             train_score=lambda x: float(x.sum()), n_iter_no_change=None)
