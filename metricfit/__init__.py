@@ -1,6 +1,7 @@
 """metricfit: similarity metric learning from pairs for identity verification.
 
-Metric learners with hand-derived gradients (TSML, CSML, DDML, LDML; MkNN), within-class and
+Metric learners with hand-derived gradients (TSML, CSML, DDML, LDML; MkNN), the siamese convnet
+of Chopra, Hadsell and LeCun on numba kernels (SiameseCNN), within-class and
 whitening transformers (WCCN, WPCA), verification metrics and protocols, all scikit-learn
 compatible.
 Kernels are compiled by numba on first use, never at import.
@@ -9,10 +10,11 @@ Kernels are compiled by numba on first use, never at import.
 __version__ = "0.1.0"
 
 from . import metrics, pairs  # noqa: E402
-from .learners import CSML, DDML, LDML, TSML, CosineSimilarity, MkNN  # noqa: E402
+from .learners import CSML, DDML, LDML, TSML, CosineSimilarity, MkNN, SiameseCNN  # noqa: E402
 from .whitening import WCCN, WPCA  # noqa: E402
 
 __all__ = [
-    "TSML", "CSML", "DDML", "LDML", "MkNN", "CosineSimilarity", "WCCN", "WPCA", "metrics", "pairs",
+    "TSML", "CSML", "DDML", "LDML", "MkNN", "CosineSimilarity", "SiameseCNN",
+    "WCCN", "WPCA", "metrics", "pairs",
     "__version__",
 ]

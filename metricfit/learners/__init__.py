@@ -5,6 +5,7 @@ from .csml import CSML
 from .ddml import DDML
 from .ldml import LDML
 from .mknn import MkNN
+from .siamese_cnn import SiameseCNN
 from .tsml import TSML
 
-__all__ = ["TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN"]
+__all__ = ["TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN", "SiameseCNN"]

@@ -1,0 +1,247 @@
+"""The AT&T protocol of seed 000 (Chopra, Hadsell, LeCun 2005) for :class:`SiameseCNN`.
+
+Data: the 400 AT&T/ORL images (40 subjects x 10, 112x92), reduced to 56x46 by averaging 2x2
+blocks (the paper says "4x4 subsampling", but 112x92 -> 56x46 is a factor of 2 per axis).
+
+Per split (5 test subjects; the paper's split is subjects 36-40, ``--splits 7``):
+
+- training: SET1 = the other 35 subjects (350 images). All 1575 genuine pairs of distinct
+  SET1 images and 1575 impostor pairs drawn at random among SET1's pairs of different subjects
+  (half genuine, half impostor, section 3.1); SiameseCNN holds out 10 % of them (stratified)
+  for early stopping, as the paper validates on unused pairs of SET1; mini-batches are half
+  genuine, half impostor. ``--validation subjects`` instead keeps 5 of the 35 subjects out of
+  training (chosen with ``--seed``) and stops early on their pairs (225 genuine, 225
+  impostor): validation then measures verification of people the network has not seen.
+- Gaussian-model claims (section 4.1): each test subject is modelled on its first 5 images
+  (files 1-5). Genuine claims: its other 5 images (5 x 5 = 25 per split). Impostor claims: all
+  10 images of each of the other 4 test subjects claiming it (5 x 40 = 200 per split). The
+  paper reports 500 genuine / 4500 impostor claims for 5 subjects without saying how they were
+  built; 5 subjects x 5 held-out images cannot give 500 distinct genuine claims.
+- the same claims scored by the minimum energy to the subject's 5 model images (the decision
+  rule of section 2: "compare the minimum E_W(X1, X2) to a threshold");
+- plain pair energy: all 1225 unordered pairs of distinct SET2 images (225 genuine, 1000
+  impostor), thresholded on E (how Table 1's FA/FR is described in section 3.2).
+
+Reported: the false-reject rate at false-accept 10 %, 7.5 % and 5 % (Table 1: AT&T test 0.00,
+1.00, 1.00 %).
+
+    python benchmarks/att_siamese_cnn.py --splits 7            # the paper's split
+    python benchmarks/att_siamese_cnn.py --splits all          # the 8 disjoint splits
+    python benchmarks/att_siamese_cnn.py --splits all --validation subjects
+    python benchmarks/att_siamese_cnn.py --summarise /tmp/cnn/att/*.json
+    python benchmarks/att_siamese_cnn.py --splits all --save-models ...   # then, no training:
+    python benchmarks/att_siamese_cnn.py --splits all --reevaluate --shrinkage 0.1
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from metricfit.cnn import energy, gaussian_claims
+from metricfit.datasets import load_att_faces
+from metricfit.learners.siamese_cnn import SiameseCNN
+from metricfit.metrics import false_reject_at_false_accept
+from metricfit.pairs import sample_pairs
+
+FAR_TARGETS = (0.10, 0.075, 0.05)
+PAPER_FRR = (0.00, 1.00, 1.00)  # percent, Table 1, AT&T (Test)
+N_MODEL = 5
+N_SPLITS = 8
+N_VALIDATION_SUBJECTS = 5
+
+
+def block_mean(images, factor=2):
+    """Average ``factor x factor`` blocks: (n, H, W) -> (n, H // factor, W // factor)."""
+    n, h, w = images.shape
+    h, w = h // factor * factor, w // factor * factor
+    blocks = images[:, :h, :w].reshape(n, h // factor, factor, w // factor, factor)
+    return blocks.mean(axis=(2, 4), dtype=np.float64).astype(np.float32)
+
+
+def load_att_56x46(data_home=None):
+    """AT&T images at 56x46 (float32, 0..255), subject labels 0..39, file numbers 1..10."""
+    data = load_att_faces(data_home)
+    return block_mean(data.images), data.labels, data.image_index
+
+
+def test_subjects(split):
+    """The 5 subjects of split ``split`` (0..7): 5 split .. 5 split + 4 (0-based)."""
+    return np.arange(5 * split, 5 * split + 5)
+
+
+def training_pairs(labels, random_state):
+    """All genuine pairs of ``labels`` and as many random impostor pairs (row indices)."""
+    n_genuine = sum(int(m * (m - 1) // 2) for m in np.unique(labels, return_counts=True)[1])
+    return sample_pairs(labels, n_genuine, n_genuine, random_state=random_state)
+
+
+def frr_at(genuine, scores):
+    """FRR (percent) at the FAR targets for boolean ``genuine`` and higher-is-genuine scores."""
+    s = np.where(genuine, 1, -1)
+    return (100 * false_reject_at_false_accept(s, scores, far=FAR_TARGETS)).tolist()
+
+
+def claims(subjects, is_model):
+    """Every claim "probe is subject c": c's non-model images (genuine) and all images of the
+    other subjects (impostor), in the order of :func:`metricfit.cnn.gaussian_claims`."""
+    probe, claimed = [], []
+    for c in np.unique(subjects):
+        rows = np.flatnonzero((subjects != c) | ~is_model)
+        probe.append(rows)
+        claimed.append(np.full(rows.size, c))
+    probe, claimed = np.concatenate(probe), np.concatenate(claimed)
+    return probe, claimed, subjects[probe] == claimed
+
+
+def evaluate(Z, subjects, image_index, shrinkage=0.5, gaussian=True):
+    """FRR at the targets for the Gaussian model (unless not ``gaussian``), the min-energy
+    rule and the pair energy."""
+    is_model = image_index <= N_MODEL
+    probe, claimed, genuine = claims(subjects, is_model)
+    min_energy = np.array([
+        -energy(np.repeat(Z[p][None], N_MODEL, 0), Z[(subjects == c) & is_model])[0].min()
+        for p, c in zip(probe, claimed)])
+    i, j = np.triu_indices(len(Z), k=1)
+    result = {
+        "n_genuine_claims": int(genuine.sum()),
+        "n_impostor_claims": int((~genuine).sum()),
+        "min_energy": frr_at(genuine, min_energy),
+        "n_genuine_pairs": int((subjects[i] == subjects[j]).sum()),
+        "n_impostor_pairs": int((subjects[i] != subjects[j]).sum()),
+        "pair_energy": frr_at(subjects[i] == subjects[j], -energy(Z[i], Z[j])[0]),
+    }
+    if gaussian:
+        model = gaussian_claims(Z, subjects, is_model, shrinkage)
+        assert (model["probe"] == probe).all() and (model["claimed"] == claimed).all()
+        result["gaussian"] = frr_at(model["genuine"], model["score"])
+    return result
+
+
+def image_pairs(images, labels, random_state):
+    """``(pairs, y)``: all genuine pairs of the subjects in ``labels`` and as many impostors."""
+    index, y = training_pairs(labels, random_state)
+    return np.stack([images[index[:, 0]], images[index[:, 1]]], axis=1), y
+
+
+def validation_subjects(split, seed):
+    """``N_VALIDATION_SUBJECTS`` of the 35 training subjects of ``split``, drawn with ``seed``."""
+    train = np.setdiff1d(np.arange(5 * N_SPLITS), test_subjects(split))
+    return np.random.default_rng(seed).choice(train, N_VALIDATION_SUBJECTS, replace=False)
+
+
+def run_split(split, images, labels, image_index, args):
+    test = np.isin(labels, test_subjects(split))
+    validation = None
+    if args.validation == "subjects":
+        held_out = np.isin(labels, validation_subjects(split, args.seed))
+        validation = image_pairs(images[held_out], labels[held_out], args.seed)
+        test |= held_out  # neither trains
+    pairs, y = image_pairs(images[~test], labels[~test], args.seed)
+    test = np.isin(labels, test_subjects(split))
+    est = SiameseCNN(max_epochs=args.epochs, batch_size=args.batch_size,
+                     learning_rate=args.learning_rate, momentum=args.momentum,
+                     loss=args.loss, random_state=args.seed, verbose=args.verbose)
+    start = time.perf_counter()
+    est.fit(pairs, y, validation_data=validation)
+    seconds = time.perf_counter() - start
+    if args.save_models:
+        est.save(Path(args.out_dir) / f"att_split{split}.npz")
+    Z = est.transform(images[test]).astype(np.float64)
+    result = evaluate(Z, labels[test], image_index[test], args.shrinkage)
+    result["pixels"] = pixel_baseline(images[test], labels[test], image_index[test])
+    result.update(split=split, test_subjects=(test_subjects(split) + 1).tolist(),
+                  n_train_pairs=int(len(y)), fit_seconds=seconds, n_epochs=est.n_epochs_,
+                  best_epoch=est.best_epoch_, best_validation=max(est.curves_["validation"]),
+                  args=vars(args))
+    return result
+
+
+def reevaluate(split, images, labels, image_index, args):
+    """The result of ``run_split`` from the model it saved (``--save-models``), e.g. with
+    another ``--shrinkage``; training numbers are read from the saved JSON."""
+    est = SiameseCNN.load(Path(args.out_dir) / f"att_split{split}.npz")
+    result = json.loads((Path(args.out_dir) / f"att_split{split}.json").read_text())
+    test = np.isin(labels, test_subjects(split))
+    Z = est.transform(images[test]).astype(np.float64)
+    result.update(evaluate(Z, labels[test], image_index[test], args.shrinkage))
+    result["pixels"] = pixel_baseline(images[test], labels[test], image_index[test])
+    result["args"] = dict(result["args"], shrinkage=args.shrinkage)
+    return result
+
+
+def pixel_baseline(images, subjects, image_index):
+    """The min-distance and pair-distance rules on the raw 56x46 pixels (L1, no learning)."""
+    result = evaluate(images.reshape(len(images), -1).astype(np.float64) / 255, subjects,
+                      image_index, gaussian=False)
+    return {"min_energy": result["min_energy"], "pair_energy": result["pair_energy"]}
+
+
+def summarise(results):
+    """Markdown rows: each method, one split (the paper's, if present) and mean +- SEM."""
+    fmt = " / ".join
+    rows = ["| rule | split | FRR % at FA 10 / 7.5 / 5 % |", "|---|---|---|",
+            f"| paper (Gaussian model) | subjects 36-40 | {fmt(f'{v:.2f}' for v in PAPER_FRR)} |"]
+    rules = [("gaussian", "Gaussian model, 25 gen. / 200 imp. claims"),
+             ("min_energy", "min energy to 5 model images, same claims"),
+             ("pair_energy", "pair energy, 225 gen. / 1000 imp. pairs")]
+    if all("pixels" in r for r in results):
+        rules += [(("pixels", "min_energy"), "raw pixels, min L1 distance, same claims"),
+                  (("pixels", "pair_energy"), "raw pixels, pair L1 distance, same pairs")]
+    for key, name in rules:
+        get = (lambda r: r[key[0]][key[1]]) if isinstance(key, tuple) else (lambda r: r[key])
+        for r in results:
+            if r["split"] == N_SPLITS - 1:
+                rows.append(f"| {name} | subjects 36-40 | {fmt(f'{v:.2f}' for v in get(r))} |")
+        if len(results) > 1:
+            v = np.array([get(r) for r in results])
+            sem = v.std(axis=0, ddof=1) / np.sqrt(len(v))
+            cells = fmt(f"{m:.2f} ± {e:.2f}" for m, e in zip(v.mean(0), sem))
+            rows.append(f"| {name} | mean ± SEM, {len(v)} splits | {cells} |")
+    return "\n".join(rows)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--splits", default="7", help="'all' or comma-separated 0..7")
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--learning-rate", type=float, default=1e-2)
+    parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--loss", default="square_exponential")
+    parser.add_argument("--shrinkage", type=float, default=0.5)
+    parser.add_argument("--validation", choices=("pairs", "subjects"), default="pairs",
+                        help="early stopping on held-out pairs of the training subjects (the "
+                        "paper's) or on pairs of 5 training subjects kept out of training")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verbose", type=int, default=1)
+    parser.add_argument("--out-dir", default="/tmp/cnn/att")
+    parser.add_argument("--save-models", action="store_true")
+    parser.add_argument("--data-home", default=None)
+    parser.add_argument("--summarise", nargs="*", help="summarise these result files and exit")
+    parser.add_argument("--reevaluate", action="store_true",
+                        help="evaluate the models saved in --out-dir (no training), print only")
+    args = parser.parse_args(argv)
+    if args.summarise:
+        print(summarise([json.loads(Path(p).read_text()) for p in args.summarise]))
+        return
+    splits = range(N_SPLITS) if args.splits == "all" else [int(k) for k in args.splits.split(",")]
+    Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+    images, labels, image_index = load_att_56x46(args.data_home)
+    results = []
+    for split in splits:
+        if args.reevaluate:
+            results.append(reevaluate(split, images, labels, image_index, args))
+            continue
+        result = run_split(split, images, labels, image_index, args)
+        (Path(args.out_dir) / f"att_split{split}.json").write_text(json.dumps(result, indent=1))
+        keys = ("gaussian", "min_energy", "pair_energy", "fit_seconds", "best_epoch")
+        print(f"split {split}: {json.dumps({k: result[k] for k in keys})}", flush=True)
+        results.append(result)
+    print(summarise(results))
+
+
+if __name__ == "__main__":
+    main()

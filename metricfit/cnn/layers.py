@@ -1,0 +1,221 @@
+r"""The layers of the LeNet-style network: objects that hold sizes only and call pure functions.
+
+Every layer maps a batch ``X`` to ``Y`` and back: ``forward(params, X) -> (Y, cache)`` and
+``backward(params, cache, dY, input_grad) -> (dX, grads)``, with ``params`` and ``grads`` dicts
+of arrays named as in ``shapes``. Convolution and subsampling run the numba kernels of
+:mod:`._kernels`; the fully connected layer is two GEMMs and tanh is NumPy's vectorised
+``np.tanh`` (faster than a numba scalar tanh, PERF-NOTES), so both stay in NumPy.
+
+Back-propagation through each layer (LeCun et al. 1998, appendix; seed 000 section 3.2)::
+
+    dense      Y = X W^T + b          dW = dY^T X,   db = 1^T dY,   dX = dY W
+    tanh       Y = tanh(X)            dX = dY (1 - Y^2)
+    conv       see _kernels.conv2d_backward
+    subsample  see _kernels.subsample_backward
+"""
+
+import numpy as np
+
+from . import _kernels
+from ._threads import map_chunks
+
+__all__ = ["Conv2D", "Subsample", "Dense", "Tanh", "lenet_table", "dense_forward",
+           "dense_backward", "tanh_backward"]
+
+
+def dense_forward(X, W, b):
+    """``Y = X W^T + b`` for X (n, d_in), W (d_out, d_in), b (d_out,)."""
+    return X @ W.T + b  # (n, d_out)
+
+
+def dense_backward(X, W, dY, input_grad=True):
+    """``(dX, dW, db)`` of :func:`dense_forward`; dX is None unless ``input_grad``."""
+    dW = dY.T @ X  # (d_out, d_in)
+    db = dY.sum(axis=0)  # (d_out,)
+    return (dY @ W if input_grad else None), dW, db
+
+
+def tanh_backward(Y, dY):
+    """``dX = dY (1 - Y^2)``, since tanh' = 1 - tanh^2."""
+    return dY * (1 - Y * Y)
+
+
+def lenet_table(n_in, n_out):
+    """A partial connection table in the pattern of LeNet-5's C3 (LeCun et al. 1998, Table I).
+
+    LeNet-5 links its 16 C3 maps to the 6 S2 maps as: 6 maps read 3 contiguous inputs, 6 read
+    4 contiguous, 3 read 4 discontinuous ({i, i+1, i+3, i+4}), 1 reads all (indices cyclic).
+    Here the same shares (6/16, 6/16, 3/16, 1/16) of ``n_out`` maps, starting at inputs spread
+    evenly over ``n_in`` (for 6 -> 16 the shares and the contiguous rows are LeNet-5's; its
+    3 discontinuous rows differ). For seed 000's C3 (15 -> 45) that is 17, 17, 8 and 3 maps: 196 of
+    675 links, 196 * 36 + 45 = 7101 parameters (the paper prints 7128, not a whole number of
+    6x6 kernels plus biases). With fewer than 5 inputs the table is full.
+
+    Returns
+    -------
+    table : ndarray of shape (n_out, n_in), bool
+    """
+    table = np.zeros((n_out, n_in), dtype=bool)
+    if n_in < 5:
+        table[:] = True
+        return table
+    sizes = np.floor(np.array([6, 6, 3]) / 16 * n_out + 0.5).astype(int)
+    sizes = np.minimum(sizes, n_out)
+    offsets = ([0, 1, 2], [0, 1, 2, 3], [0, 1, 3, 4])
+    o = 0
+    for size, pattern in zip(sizes, offsets):
+        for k in range(min(size, n_out - o)):
+            start = (k * n_in) // max(size, 1)
+            table[o, [(start + d) % n_in for d in pattern]] = True
+            o += 1
+    table[o:] = True  # the rest read every input
+    return table
+
+
+def _sum_in_order(arrays):
+    """``arrays[0] + arrays[1] + ...`` left to right (a fixed rounding for any thread count)."""
+    total = arrays[0].copy()
+    for a in arrays[1:]:
+        total += a
+    return total
+
+
+def _uniform(rng, fan_in, shape):
+    """Uniform weights of standard deviation ``1 / sqrt(fan_in)`` for tanh units (LeCun,
+    Bottou, Orr, Mueller, *Efficient BackProp*, 1998, section 4.6): ``U[-a, a]``,
+    ``a = sqrt(3 / fan_in)``. (LeNet-5's ``2.4 / fan_in`` gives the 1125-input C5 units
+    pre-activations of std ~0.02 on tanh inputs: a near-linear, slow start.)"""
+    bound = np.sqrt(3.0 / fan_in)
+    return rng.uniform(-bound, bound, size=shape)
+
+
+class Conv2D:
+    """Valid stride-1 convolution layer with a connection table (seed 000 C1, C3, C5)."""
+
+    def __init__(self, n_in, n_out, kernel, table=None):
+        self.n_in, self.n_out, self.kernel = int(n_in), int(n_out), tuple(kernel)
+        self.table = np.ones((n_out, n_in), bool) if table is None else np.asarray(table, bool)
+        self._table_u8 = self.table.astype(np.uint8)
+
+    @property
+    def shapes(self):
+        return {"W": (self.n_out, self.n_in) + self.kernel, "b": (self.n_out,)}
+
+    @property
+    def n_trainable(self):
+        """Free parameters: connected kernels and biases (unconnected entries stay 0)."""
+        return int(self.table.sum()) * int(np.prod(self.kernel)) + self.n_out
+
+    def output_shape(self, shape):
+        return (self.n_out, shape[1] - self.kernel[0] + 1, shape[2] - self.kernel[1] + 1)
+
+    def init(self, rng):
+        fan_in = self.table.sum(axis=1) * np.prod(self.kernel)  # (n_out,): connected inputs
+        W = _uniform(rng, fan_in[:, None, None, None], self.shapes["W"])  # (out, in, kh, kw)
+        return {"W": W * self.table[:, :, None, None], "b": np.zeros(self.n_out)}
+
+    def forward(self, params, X):
+        W, b, table = params["W"], params["b"], self._table_u8
+        Y = np.empty((X.shape[0],) + self.output_shape(X.shape[1:]), X.dtype)
+        map_chunks(lambda rows: _kernels.conv2d_forward_into(X[rows], W, b, table, Y[rows]),
+                   X.shape[0])
+        return Y, X
+
+    def backward(self, params, X, dY, input_grad=True):
+        W, table = params["W"], self._table_u8
+        dX = np.empty(X.shape if input_grad else (0, 0, 0, 0), X.dtype)
+        parts = map_chunks(lambda rows: _kernels.conv2d_backward_into(
+            X[rows], W, table, dY[rows], dX[rows] if input_grad else dX), X.shape[0])
+        dW, db = (_sum_in_order([p[k] for p in parts]) for k in (0, 1))
+        return (dX if input_grad else None), {"W": dW, "b": db}
+
+
+class Subsample:
+    """LeNet trainable subsampling: per map, ``coef * window mean + bias`` (seed 000 S2, S4)."""
+
+    def __init__(self, n_maps, window):
+        self.n_maps, self.window = int(n_maps), tuple(window)
+
+    @property
+    def shapes(self):
+        return {"coef": (self.n_maps,), "bias": (self.n_maps,)}
+
+    n_trainable = property(lambda self: 2 * self.n_maps)
+
+    def output_shape(self, shape):
+        return (shape[0], shape[1] // self.window[0], shape[2] // self.window[1])
+
+    def init(self, rng):
+        return {"coef": np.ones(self.n_maps), "bias": np.zeros(self.n_maps)}
+
+    def forward(self, params, X):
+        coef, bias = params["coef"], params["bias"]
+        Y = np.empty((X.shape[0],) + self.output_shape(X.shape[1:]), X.dtype)
+        means = np.empty_like(Y)
+        map_chunks(lambda rows: _kernels.subsample_forward_into(
+            X[rows], coef, bias, *self.window, Y[rows], means[rows]), X.shape[0])
+        return Y, (X.shape[2:], means)
+
+    def backward(self, params, cache, dY, input_grad=True):
+        (h, w), means = cache
+        coef = params["coef"]
+        dX = np.empty(dY.shape[:2] + (h, w), dY.dtype)
+        parts = map_chunks(lambda rows: _kernels.subsample_backward_into(
+            means[rows], coef, dY[rows], *self.window, dX[rows]), dY.shape[0])
+        dcoef, dbias = (_sum_in_order([p[k] for p in parts]) for k in (0, 1))
+        return dX, {"coef": dcoef, "bias": dbias}
+
+
+class Dense:
+    """Fully connected layer ``Y = X W^T + b`` on flattened inputs (seed 000 C5 on 1x1, F6)."""
+
+    def __init__(self, n_in, n_out):
+        self.n_in, self.n_out = int(n_in), int(n_out)
+
+    @property
+    def shapes(self):
+        return {"W": (self.n_out, self.n_in), "b": (self.n_out,)}
+
+    n_trainable = property(lambda self: self.n_out * (self.n_in + 1))
+
+    def output_shape(self, shape):
+        return (self.n_out,)
+
+    def init(self, rng):
+        return {"W": _uniform(rng, self.n_in, self.shapes["W"]), "b": np.zeros(self.n_out)}
+
+    def forward(self, params, X):
+        X2 = X.reshape(X.shape[0], -1)  # (n, d_in)
+        return dense_forward(X2, params["W"], params["b"]), (X.shape, X2)
+
+    def backward(self, params, cache, dY, input_grad=True):
+        shape, X2 = cache
+        dX, dW, db = dense_backward(X2, params["W"], dY, input_grad)
+        return (dX.reshape(shape) if input_grad else None), {"W": dW, "b": db}
+
+
+class Tanh:
+    """Squashing ``Y = tanh(X)``, element-wise; no parameters."""
+
+    shapes = {}
+    n_trainable = 0
+
+    def output_shape(self, shape):
+        return shape
+
+    def init(self, rng):
+        return {}
+
+    def forward(self, params, X):
+        Y = np.empty_like(X)
+        map_chunks(lambda rows: np.tanh(X[rows], out=Y[rows]), X.shape[0])
+        return Y, Y
+
+    def backward(self, params, Y, dY, input_grad=True):
+        dX = np.empty_like(dY)
+
+        def chunk(rows):
+            dX[rows] = tanh_backward(Y[rows], dY[rows])
+
+        map_chunks(chunk, dY.shape[0])
+        return dX, {}

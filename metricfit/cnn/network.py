@@ -1,0 +1,242 @@
+r"""The convolutional network ``G_W`` of seed 000 (section 3.2): C1-S2-C3-S4-C5-F6, sized to
+its input.
+
+For a 56x46 input (AT&T at half resolution) the layers are those of the paper::
+
+    C1  conv 7x7, 1 -> 15 maps          50x40    750 parameters
+    S2  subsample 2x2                   25x20     30
+    C3  conv 6x6, 15 -> 45, partial     20x15   7101  (LeNet-5 table; paper: 7128)
+    S4  subsample 4x3                    5x5      90  (paper: 100)
+    C5  conv 5x5, 45 -> 250              1x1  281500  (paper: 312750 = 250 x (50 x 25 + 1))
+    F6  full 250 -> 50                          12550
+
+each followed by tanh, so ``G_W(X)`` lies in (-1, 1)^50 and the L1 energy is bounded by
+``Q = 2 * 50`` (seed 000 eq. 8 needs that bound). C5's kernel covers all of S4's output, so C5
+is a fully connected layer on the flattened S4 maps and runs as one GEMM.
+
+Other inputs (:func:`network_spec`): the S4 window is chosen so that S4 gives a grid of at
+most 5x5 (``window = max(1, size // 5)`` per axis, remainders dropped) and C5 covers that grid;
+inputs under 28 pixels on a side get 3x3 (C1) and 2x2 (C3) kernels. 62x47 LFW crops:
+C1 56x41, S2 28x20, C3 23x15, S4 window 4x3 -> 5x5. 8x8 digits: C1 6x6, S2 3x3, C3 2x2,
+S4 1x1 -> 2x2, C5 2x2 -> 1x1.
+
+All parameters live in one flat vector ``theta`` (what the optimizer moves), laid out layer by
+layer in the order of ``ConvNet.shapes``; the network object holds only sizes.
+"""
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ._threads import blas_single_threaded
+from .layers import Conv2D, Dense, Subsample, Tanh, lenet_table
+
+__all__ = ["NetworkSpec", "network_spec", "ConvNet"]
+
+SMALL_INPUT = 28  # inputs smaller than this on a side get the small kernels
+S4_GRID = 5
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    """Sizes of C1-S2-C3-S4-C5-F6 (all tuples are (height, width))."""
+
+    input_shape: tuple
+    n_maps: tuple  # (C1, C3, C5)
+    n_outputs: int
+    c1_kernel: tuple
+    s2_window: tuple
+    c3_kernel: tuple
+    s4_window: tuple
+
+    def to_dict(self):
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+
+def _pair(value, name):
+    value = (value, value) if np.isscalar(value) else tuple(value)
+    if len(value) != 2 or not all(int(v) == v and v >= 1 for v in value):
+        raise ValueError(f"{name} must be an int >= 1 or a pair of them, got {value!r}.")
+    return tuple(int(v) for v in value)
+
+
+def network_spec(input_shape, n_maps=(15, 45, 250), n_outputs=50, kernel_sizes=None):
+    """Size C1-S2-C3-S4-C5-F6 for images of ``input_shape`` (see the module docstring).
+
+    Parameters
+    ----------
+    input_shape : (int, int)
+        Image height and width.
+    n_maps : (int, int, int), default=(15, 45, 250)
+        Feature maps of C1, C3 and C5 (seed 000).
+    n_outputs : int, default=50
+        Units of F6, the embedding dimension.
+    kernel_sizes : (int or pair, int or pair), default=None
+        C1 and C3 kernels; None means (7, 6) (seed 000), or (3, 2) for inputs under 28 pixels.
+
+    Returns
+    -------
+    spec : NetworkSpec
+
+    Raises
+    ------
+    ValueError
+        When a layer would have no output (the input is too small for the kernels).
+    """
+    h, w = _pair(input_shape, "input_shape")
+    if kernel_sizes is None:
+        kernel_sizes = (7, 6) if min(h, w) >= SMALL_INPUT else (3, 2)
+    k1, k3 = (_pair(k, "kernel_sizes") for k in kernel_sizes)
+    s2 = (2, 2)
+    h3 = (h - k1[0] + 1) // s2[0] - k3[0] + 1
+    w3 = (w - k1[1] + 1) // s2[1] - k3[1] + 1
+    if min(h - k1[0] + 1, w - k1[1] + 1) < s2[0] or min(h3, w3) < 1:
+        raise ValueError(f"input of {h}x{w} pixels is too small for C1 {k1}, S2 {s2} and C3 "
+                         f"{k3} kernels; pass smaller kernel_sizes.")
+    s4 = (max(1, h3 // S4_GRID), max(1, w3 // S4_GRID))
+    n_maps = tuple(int(m) for m in n_maps)
+    if len(n_maps) != 3 or min(n_maps) < 1 or int(n_outputs) < 1:
+        raise ValueError(f"n_maps must be 3 ints >= 1 and n_outputs >= 1, got {n_maps}, "
+                         f"{n_outputs}.")
+    return NetworkSpec((h, w), n_maps, int(n_outputs), k1, s2, k3, s4)
+
+
+class ConvNet:
+    """``G_W``: images (n, H, W) -> embeddings (n, n_outputs) in (-1, 1), flat parameters.
+
+    Parameters
+    ----------
+    spec : NetworkSpec
+
+    Examples
+    --------
+    >>> net = ConvNet(network_spec((56, 46)))
+    >>> net.n_trainable, net.output_shapes["S4"]
+    (302021, (45, 5, 5))
+    """
+
+    def __init__(self, spec):
+        self.spec = spec
+        m1, m3, m5 = spec.n_maps
+        self.layers = {}
+        self.output_shapes = {}
+        shape = (1,) + spec.input_shape
+        plan = [("C1", Conv2D(1, m1, spec.c1_kernel)), ("S2", Subsample(m1, spec.s2_window)),
+                ("C3", Conv2D(m1, m3, spec.c3_kernel, lenet_table(m1, m3))),
+                ("S4", Subsample(m3, spec.s4_window))]
+        for name, layer in plan:
+            shape = self._add(name, layer, shape)
+        shape = self._add("C5", Dense(int(np.prod(shape)), m5), shape)
+        self._add("F6", Dense(m5, spec.n_outputs), shape)
+
+    def _add(self, name, layer, shape):
+        self.layers[name] = layer
+        self.layers["tanh" + name] = Tanh()
+        self.output_shapes[name] = layer.output_shape(shape)
+        return self.output_shapes[name]
+
+    def __repr__(self):
+        return f"ConvNet({self.spec!r})"
+
+    @property
+    def shapes(self):
+        """Ordered ``{'C1.W': shape, 'C1.b': shape, ...}``: the layout of theta."""
+        return {f"{name}.{key}": shape for name, layer in self.layers.items()
+                for key, shape in layer.shapes.items()}
+
+    @property
+    def n_params(self):
+        return sum(int(np.prod(s)) for s in self.shapes.values())
+
+    @property
+    def n_trainable(self):
+        """Free parameters (the kernels C3's connection table leaves out are not counted)."""
+        return sum(layer.n_trainable for layer in self.layers.values())
+
+    @property
+    def n_outputs(self):
+        return self.spec.n_outputs
+
+    def unpack(self, theta, dtype=None):
+        """``{layer: {name: array}}`` from the flat theta (views, or copies in ``dtype``)."""
+        theta = np.asarray(theta).ravel()
+        if theta.size != self.n_params:
+            raise ValueError(f"theta has {theta.size} entries; {self!r} has {self.n_params}.")
+        if dtype is not None:
+            theta = theta.astype(dtype, copy=False)
+        params, start = {}, 0
+        for name, layer in self.layers.items():
+            params[name] = {}
+            for key, shape in layer.shapes.items():
+                stop = start + int(np.prod(shape))
+                params[name][key] = theta[start:stop].reshape(shape)
+                start = stop
+        return params
+
+    def pack(self, grads):
+        """Flat vector from ``{layer: {name: array}}`` (the inverse of :meth:`unpack`)."""
+        parts = [grads[name][key].ravel() for name, layer in self.layers.items()
+                 for key in layer.shapes]
+        return np.concatenate(parts)
+
+    def init(self, random_state=None):
+        """Random weights (std ``1/sqrt(fan_in)``), unit subsampling coefficients, zero
+        biases; float64 theta. ``random_state``: None, int, RandomState or Generator."""
+        rng = random_state
+        if not isinstance(rng, np.random.Generator):
+            rng = check_random_state(random_state)
+        return self.pack({name: layer.init(rng) for name, layer in self.layers.items()})
+
+    def _check_images(self, X):
+        X = np.asarray(X)
+        if X.ndim != 3 or X.shape[1:] != self.spec.input_shape:
+            raise ValueError(f"images must have shape (n, {self.spec.input_shape[0]}, "
+                             f"{self.spec.input_shape[1]}), got {X.shape}.")
+        return X
+
+    def forward(self, theta, X):
+        """``G = G_W(X)`` (n, n_outputs) and the cache for :meth:`backward`.
+
+        Runs in the dtype of X (float32 or float64); theta is cast to it.
+        """
+        X = self._check_images(X)
+        params = self.unpack(theta, X.dtype)
+        out = np.ascontiguousarray(X[:, None])  # (n, 1, H, W)
+        caches = {}
+        with blas_single_threaded():
+            for name, layer in self.layers.items():
+                out, caches[name] = layer.forward(params[name], out)
+        return out, (params, caches)
+
+    def backward(self, theta, cache, dG):
+        """Flat ``dL/dtheta`` (in the dtype of the forward pass) for ``dG = dL/dG`` (n, k)."""
+        params, caches = cache
+        grads, d = {}, np.ascontiguousarray(dG)
+        names = list(self.layers)
+        with blas_single_threaded():
+            for name in reversed(names):
+                layer = self.layers[name]
+                d, grads[name] = layer.backward(params[name], caches[name], d,
+                                                input_grad=name != names[0])
+                if d is not None:
+                    d = np.ascontiguousarray(d)
+        return self.pack(grads)
+
+    def transform(self, theta, X, batch_size=256):
+        """``G_W(X)`` in batches of ``batch_size`` images (bounded memory), no cache kept."""
+        X = self._check_images(X)
+        batch_size = max(1, int(batch_size))
+        out = np.empty((X.shape[0], self.n_outputs), dtype=X.dtype)
+        params = self.unpack(theta, X.dtype)
+        with blas_single_threaded():
+            for start in range(0, X.shape[0], batch_size):
+                batch = np.ascontiguousarray(X[start:start + batch_size, None])
+                for name, layer in self.layers.items():
+                    batch = layer.forward(params[name], batch)[0]
+                out[start:start + batch_size] = batch
+        return out

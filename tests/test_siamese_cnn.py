@@ -1,0 +1,271 @@
+"""SiameseCNN at estimator level: the pair API, learning, reproducibility, input checks,
+save/load without pickle, and the AT&T protocol's bookkeeping on the real data."""
+
+import importlib.util
+import sys
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from conftest import REPO_ROOT, data_dir
+from metricfit.learners.siamese_cnn import SiameseCNN
+from metricfit.metrics import max_decision_accuracy
+
+TINY = dict(n_components=4, n_maps=(3, 6, 8), batch_size=8, max_epochs=3, random_state=0)
+
+
+def make_image_pairs(n_pairs=80, seed=0, n_subjects=4, shape=(12, 10)):
+    """Pairs of noisy copies of ``n_subjects`` random prototypes, each image with its own
+    random brightness offset (a nuisance the raw pixel distance is blind to); half genuine."""
+    rng = np.random.default_rng(seed)
+    protos = np.random.default_rng(99).normal(size=(n_subjects,) + shape)
+    first = rng.integers(n_subjects, size=n_pairs)
+    other = (first + rng.integers(1, n_subjects, size=n_pairs)) % n_subjects
+    y = np.where(np.arange(n_pairs) % 2 == 0, 1, -1)
+    second = np.where(y == 1, first, other)
+    pairs = np.stack([protos[first], protos[second]], axis=1)
+    brightness = 2.0 * rng.normal(size=(n_pairs, 2, 1, 1))
+    return pairs + brightness + 0.6 * rng.normal(size=pairs.shape), y
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_image_pairs()
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    return SiameseCNN(**TINY).fit(*data)
+
+
+def test_pair_api(fitted, data):
+    pairs, y = data
+    E = fitted.pair_distance(pairs)
+    assert E.shape == (80,) and (E >= 0).all()
+    np.testing.assert_array_equal(fitted.pair_score(pairs), -E)
+    np.testing.assert_allclose(fitted.decision_function(pairs), -E - fitted.threshold_)
+    assert set(np.unique(fitted.predict(pairs))) <= {-1, 1}
+    assert fitted.score(pairs, y) == np.mean(fitted.predict(pairs) == y)
+    assert fitted.transform(pairs[:, 0]).shape == (80, 4)
+    assert fitted.transform(pairs).shape == (80, 2, 4)
+    Z = fitted.transform(pairs)
+    np.testing.assert_allclose(np.abs(Z[:, 0] - Z[:, 1]).sum(axis=1), E, rtol=1e-6)
+    est = clone(fitted).fit(pairs, y).calibrate_threshold(pairs, y, strategy="eer")
+    assert est.threshold_ != fitted.threshold_ or est.threshold_ < 0
+
+
+def test_learns_to_verify_unseen_images():
+    pairs, y = make_image_pairs(200, seed=1)
+    test_pairs, test_y = make_image_pairs(200, seed=2)
+    est = SiameseCNN(**dict(TINY, max_epochs=10, n_iter_no_change=None)).fit(pairs, y)
+    accuracy = max_decision_accuracy(test_y, est.pair_score(test_pairs))[0]
+    start = max_decision_accuracy(test_y, -np.abs(test_pairs[:, 0] - test_pairs[:, 1]).sum(
+        axis=(1, 2)))[0]  # the L1 distance of the raw pixels
+    assert start < 0.7 and accuracy >= 0.95  # measured: 0.665 and 0.99
+    assert est.curves_["validation"][-1] > est.curves_["validation"][0]
+
+
+@pytest.mark.parametrize("loss, energy", [("contrastive", "l2"), ("square_exponential", "l2")])
+def test_other_losses_and_energies_fit(data, loss, energy):
+    est = SiameseCNN(**dict(TINY, loss=loss, energy=energy, margin=2.0)).fit(*data)
+    assert est.energy_bound_ == pytest.approx(2 * np.sqrt(4))
+    Z = est.transform(data[0])
+    np.testing.assert_allclose(est.pair_distance(data[0]),
+                               np.linalg.norm(Z[:, 0] - Z[:, 1], axis=1), rtol=1e-5)
+
+
+def test_fit_does_not_depend_on_the_thread_count(data, fitted):
+    one = SiameseCNN(**dict(TINY, n_jobs=1)).fit(*data)
+    two = SiameseCNN(**dict(TINY, n_jobs=2)).fit(*data)
+    np.testing.assert_array_equal(one.params_, two.params_)
+    np.testing.assert_array_equal(one.params_, fitted.params_)
+    np.testing.assert_array_equal(one.transform(data[0]), two.transform(data[0]))
+
+
+def test_reproducible_bit_for_bit(data, fitted):
+    again = SiameseCNN(**TINY).fit(*data)
+    other = SiameseCNN(**dict(TINY, random_state=1)).fit(*data)
+    np.testing.assert_array_equal(again.params_, fitted.params_)
+    assert again.threshold_ == fitted.threshold_ and again.curves_ == fitted.curves_
+    assert not np.array_equal(other.params_, fitted.params_)
+
+
+def test_refit_on_another_image_size(data):
+    est = SiameseCNN(**dict(TINY, max_epochs=1)).fit(*data)
+    est.fit(data[0][:, :, :11, :9], data[1])
+    assert est.input_shape_ == (11, 9) and est.transform(data[0][:3, 0, :11, :9]).shape == (3, 4)
+
+
+def test_clone_get_params_and_float64(data):
+    est = SiameseCNN(**TINY)
+    assert clone(est).get_params() == est.get_params()
+    est64 = SiameseCNN(**dict(TINY, dtype="float64")).fit(*data)
+    assert est64.params_.dtype == np.float64
+    assert est64.transform(data[0][:, 0]).dtype == np.float64
+
+
+def test_save_load_round_trip(fitted, data, tmp_path):
+    path = tmp_path / "model.npz"
+    fitted.save(path)
+    with np.load(path, allow_pickle=False) as f:  # arrays and strings only
+        assert all(f[k].dtype != object for k in f.files)
+    loaded = SiameseCNN.load(path)
+    assert loaded.get_params() == fitted.get_params()
+    np.testing.assert_array_equal(loaded.pair_score(data[0]), fitted.pair_score(data[0]))
+    np.testing.assert_array_equal(loaded.predict(data[0]), fitted.predict(data[0]))
+    assert loaded.curves_ == fitted.curves_ and loaded.n_iter_ == fitted.n_iter_
+
+
+def test_save_load_keeps_nested_parameters(data, tmp_path):
+    est = SiameseCNN(**dict(TINY, max_epochs=1, kernel_sizes=((3, 2), 2))).fit(*data)
+    est.save(tmp_path / "m.npz")
+    loaded = SiameseCNN.load(tmp_path / "m.npz")
+    assert loaded.get_params() == est.get_params()
+    assert loaded.network_.spec == est.network_.spec
+
+
+def test_inference_in_batches(fitted, data):
+    small = clone(fitted).set_params(inference_batch_size=3)
+    small.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_")})
+    np.testing.assert_allclose(small.transform(data[0]), fitted.transform(data[0]), rtol=1e-5,
+                               atol=1e-7)
+
+
+def test_verbose_prints_a_progress_bar(data, capsys):
+    SiameseCNN(**dict(TINY, max_epochs=2, verbose=1)).fit(*data)
+    out = capsys.readouterr().out
+    assert "epoch 2/2 [" in out and "#" * 30 in out and out.count("val maxDA") == 2
+
+
+# -- bad input ----------------------------------------------------------------------------
+
+
+def _bad(pairs, y, values):
+    for i, v in values:
+        pairs = pairs.copy()
+        pairs.flat[i] = v
+    return pairs, y
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda p, y: _bad(p, y, [(5, np.nan)]), "NaN"),
+    (lambda p, y: _bad(p, y, [(7, np.inf)]), "infinity"),
+    (lambda p, y: (p[:, 0], y), r"\(n_pairs, 2, height, width\)"),
+    (lambda p, y: (p[:, :1], y), "pair axis"),
+    (lambda p, y: (p, np.where(y == 1, 2, -1)), "pair labels"),
+    (lambda p, y: (p, np.ones_like(y)), "single class"),
+    (lambda p, y: (p, y[:-1]), "labels for"),
+])
+def test_fit_rejects_bad_input(data, make, match):
+    pairs, y = make(*data)
+    with pytest.raises(ValueError, match=match):
+        SiameseCNN(**TINY).fit(pairs, y)
+
+
+@pytest.mark.parametrize("param, value", [("loss", "hinge"), ("learning_rate", 0.0),
+                                          ("batch_size", 1), ("dtype", "float16"),
+                                          ("n_jobs", 0), ("n_jobs", 1.5)])
+def test_fit_rejects_bad_parameters(data, param, value):
+    with pytest.raises(ValueError, match=param):
+        SiameseCNN(**dict(TINY, **{param: value})).fit(*data)
+
+
+def test_transform_rejects_other_image_sizes_and_ndim(fitted):
+    with pytest.raises(ValueError, match="fitted on 12x10 images"):
+        fitted.transform(np.zeros((2, 12, 11)))
+    with pytest.raises(ValueError, match="fitted on 12x10 images"):
+        fitted.pair_distance(np.zeros((2, 2, 11, 10)))
+    with pytest.raises(ValueError, match="must have shape"):
+        fitted.transform(np.zeros((12, 10)))
+    with pytest.raises(ValueError, match="NaN"):
+        fitted.transform(np.full((1, 12, 10), np.nan))
+
+
+# -- the AT&T protocol (real data) ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def att():
+    if not (data_dir() / "att_faces" / "att_faces.npz").is_file():
+        pytest.skip(f"AT&T data not found under {data_dir()} (set METRICFIT_DATA)")
+    path = REPO_ROOT / "benchmarks" / "att_siamese_cnn.py"
+    spec = importlib.util.spec_from_file_location("att_siamese_cnn", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("att_siamese_cnn", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_att_protocol_counts(att):
+    images, labels, index = att.load_att_56x46(data_dir())
+    assert images.shape == (400, 56, 46) and images.dtype == np.float32
+    raw = att.load_att_faces(data_dir()).images
+    assert images[0, 0, 0] == raw[0, :2, :2].mean()
+    test = np.isin(labels, att.test_subjects(7))
+    assert np.unique(labels[test]).tolist() == [35, 36, 37, 38, 39]  # subjects 36-40
+    pairs, y = att.training_pairs(labels[~test], 0)
+    assert (y == 1).sum() == (y == -1).sum() == 35 * 45
+    assert (labels[~test][pairs[y == 1, 0]] == labels[~test][pairs[y == 1, 1]]).all()
+    assert (labels[~test][pairs[y == -1, 0]] != labels[~test][pairs[y == -1, 1]]).all()
+    Z = np.random.default_rng(0).normal(size=(50, 6))
+    result = att.evaluate(Z, labels[test], index[test])
+    assert (result["n_genuine_claims"], result["n_impostor_claims"]) == (25, 200)
+    assert (result["n_genuine_pairs"], result["n_impostor_pairs"]) == (225, 1000)
+    perfect = att.evaluate(np.eye(5)[labels[test] - 35] * 5 + 0.01 * Z[:, :5], labels[test],
+                           index[test])
+    assert perfect["gaussian"] == perfect["min_energy"] == perfect["pair_energy"] == [0, 0, 0]
+    pixels = att.pixel_baseline(images[test], labels[test], index[test])
+    assert set(pixels) == {"min_energy", "pair_energy"}
+    assert all(0 <= v <= 100 for v in pixels["min_energy"] + pixels["pair_energy"])
+
+
+def test_tiny_network_lowers_the_loss_on_digits_pairs():
+    """A few momentum-SGD steps on 8x8 digits pairs (the small-kernel sizing) lower the
+    siamese objective on those pairs; and the estimator runs on them end to end."""
+    from sklearn.datasets import load_digits
+
+    from metricfit.cnn import ConvNet, SiameseObjective, network_spec
+    from metricfit.optim import minimize
+    from metricfit.pairs import sample_pairs
+
+    digits = load_digits()
+    images, labels = digits.images[:400] / 16.0, digits.target[:400]
+    index, s = sample_pairs(labels, 150, 150, random_state=0)
+    pairs = np.stack([images[index[:, 0]], images[index[:, 1]]], axis=1)
+    net = ConvNet(network_spec((8, 8), n_maps=(4, 8, 16), n_outputs=8))
+    assert net.spec.c1_kernel == (3, 3)
+    objective = SiameseObjective(net, pairs, s, Q=16.0)
+    theta0 = net.init(0)
+    result = minimize(objective, theta0, solver="sgd", max_iter=40, learning_rate=1e-2,
+                      momentum=0.9, batch_size=16, random_state=0, n_iter_no_change=None)
+    assert result.nit == 40
+    start, end = objective(theta0)[0], objective(result.x)[0]
+    assert end < 0.8 * start  # measured: 12.9 -> 7.2
+    est = SiameseCNN(n_components=8, n_maps=(4, 8, 16), batch_size=16, max_epochs=2,
+                     random_state=0).fit(pairs, s)
+    assert est.n_iter_ == 2 * 17 and est.transform(images[:5]).shape == (5, 8)
+
+
+def test_validation_data_drives_early_stopping(data):
+    pairs, y = data
+    val_pairs, val_y = make_image_pairs(40, seed=5)
+    est = SiameseCNN(**TINY).fit(pairs, y, validation_data=(val_pairs, val_y))
+    best = max_decision_accuracy(val_y, est.pair_score(val_pairs))[0]
+    assert best == max(est.curves_["validation"])
+    assert est.n_iter_ == 3 * 10  # every one of the 80 pairs trains: 10 batches of 8
+    with pytest.raises(ValueError, match="fitted on 12x10"):
+        SiameseCNN(**TINY).fit(pairs, y, validation_data=(val_pairs[:, :, :11], val_y))
+    with pytest.raises(ValueError, match="single class"):
+        SiameseCNN(**TINY).fit(pairs, y, validation_data=(val_pairs, np.ones_like(val_y)))
+    with pytest.raises(ValueError, match="tuple"):
+        SiameseCNN(**TINY).fit(pairs, y, validation_data=(val_pairs,))
+
+
+def test_att_validation_subjects_are_kept_apart(att):
+    for split in range(att.N_SPLITS):
+        held_out = att.validation_subjects(split, 0)
+        assert len(set(held_out)) == 5 and not set(held_out) & set(att.test_subjects(split))
+    labels = np.repeat(np.arange(5), 10)
+    pairs, y = att.image_pairs(np.zeros((50, 3, 2)), labels, 0)
+    assert pairs.shape == (450, 2, 3, 2) and (y == 1).sum() == 225
