@@ -30,7 +30,7 @@ Reported: the false-reject rate at false-accept 10 %, 7.5 % and 5 % (Table 1: AT
     python benchmarks/att_siamese_cnn.py --splits all --validation subjects
     python benchmarks/att_siamese_cnn.py --summarise /tmp/cnn/att/*.json
     python benchmarks/att_siamese_cnn.py --splits all --save-models ...   # then, no training:
-    python benchmarks/att_siamese_cnn.py --splits all --reevaluate --shrinkage 0.1
+    python benchmarks/att_siamese_cnn.py --splits all --reevaluate [--shrinkage 0.1]  # rewrites
 """
 
 import argparse
@@ -96,13 +96,13 @@ def claims(subjects, is_model):
     return probe, claimed, subjects[probe] == claimed
 
 
-def evaluate(Z, subjects, image_index, shrinkage=0.5, gaussian=True):
+def evaluate(Z, subjects, image_index, shrinkage=0.5, gaussian=True, kind="l1"):
     """FRR at the targets for the Gaussian model (unless not ``gaussian``), the min-energy
-    rule and the pair energy."""
+    rule and the pair energy (``kind``: the energy's norm, that of the training)."""
     is_model = image_index <= N_MODEL
     probe, claimed, genuine = claims(subjects, is_model)
     min_energy = np.array([
-        -energy(np.repeat(Z[p][None], N_MODEL, 0), Z[(subjects == c) & is_model])[0].min()
+        -energy(np.repeat(Z[p][None], N_MODEL, 0), Z[(subjects == c) & is_model], kind)[0].min()
         for p, c in zip(probe, claimed)])
     i, j = np.triu_indices(len(Z), k=1)
     result = {
@@ -111,7 +111,7 @@ def evaluate(Z, subjects, image_index, shrinkage=0.5, gaussian=True):
         "min_energy": frr_at(genuine, min_energy),
         "n_genuine_pairs": int((subjects[i] == subjects[j]).sum()),
         "n_impostor_pairs": int((subjects[i] != subjects[j]).sum()),
-        "pair_energy": frr_at(subjects[i] == subjects[j], -energy(Z[i], Z[j])[0]),
+        "pair_energy": frr_at(subjects[i] == subjects[j], -energy(Z[i], Z[j], kind)[0]),
     }
     if gaussian:
         model = gaussian_claims(Z, subjects, is_model, shrinkage)
@@ -143,14 +143,16 @@ def run_split(split, images, labels, image_index, args):
     test = np.isin(labels, test_subjects(split))
     est = SiameseCNN(max_epochs=args.epochs, batch_size=args.batch_size,
                      learning_rate=args.learning_rate, momentum=args.momentum,
-                     loss=args.loss, random_state=args.seed, verbose=args.verbose)
+                     loss=args.loss, energy=args.energy, random_state=args.seed,
+                     verbose=args.verbose)
     start = time.perf_counter()
     est.fit(pairs, y, validation_data=validation)
     seconds = time.perf_counter() - start
     if args.save_models:
         est.save(Path(args.out_dir) / f"att_split{split}.npz")
     Z = est.transform(images[test]).astype(np.float64)
-    result = evaluate(Z, labels[test], image_index[test], args.shrinkage)
+    result = evaluate(Z, labels[test], image_index[test], args.shrinkage,
+                      kind=est.energy)
     result["pixels"] = pixel_baseline(images[test], labels[test], image_index[test])
     result.update(split=split, test_subjects=(test_subjects(split) + 1).tolist(),
                   n_train_pairs=int(len(y)), fit_seconds=seconds, n_epochs=est.n_epochs_,
@@ -161,12 +163,14 @@ def run_split(split, images, labels, image_index, args):
 
 def reevaluate(split, images, labels, image_index, args):
     """The result of ``run_split`` from the model it saved (``--save-models``), e.g. with
-    another ``--shrinkage``; training numbers are read from the saved JSON."""
+    another ``--shrinkage``; training numbers are read from the saved JSON (which ``main``
+    then rewrites)."""
     est = SiameseCNN.load(Path(args.out_dir) / f"att_split{split}.npz")
     result = json.loads((Path(args.out_dir) / f"att_split{split}.json").read_text())
     test = np.isin(labels, test_subjects(split))
     Z = est.transform(images[test]).astype(np.float64)
-    result.update(evaluate(Z, labels[test], image_index[test], args.shrinkage))
+    result.update(evaluate(Z, labels[test], image_index[test], args.shrinkage,
+                           kind=est.energy))
     result["pixels"] = pixel_baseline(images[test], labels[test], image_index[test])
     result["args"] = dict(result["args"], shrinkage=args.shrinkage)
     return result
@@ -210,7 +214,9 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=1e-2)
     parser.add_argument("--momentum", type=float, default=0.9)
-    parser.add_argument("--loss", default="square_exponential")
+    parser.add_argument("--loss", default="square_exponential",
+                        choices=("square_exponential", "contrastive"))
+    parser.add_argument("--energy", default="l1", choices=("l1", "l2"))
     parser.add_argument("--shrinkage", type=float, default=0.5)
     parser.add_argument("--validation", choices=("pairs", "subjects"), default="pairs",
                         help="early stopping on held-out pairs of the training subjects (the "
@@ -222,7 +228,8 @@ def main(argv=None):
     parser.add_argument("--data-home", default=None)
     parser.add_argument("--summarise", nargs="*", help="summarise these result files and exit")
     parser.add_argument("--reevaluate", action="store_true",
-                        help="evaluate the models saved in --out-dir (no training), print only")
+                        help="evaluate the models saved in --out-dir again (no training) and "
+                        "rewrite their JSON (training fields kept)")
     args = parser.parse_args(argv)
     if args.summarise:
         print(summarise([json.loads(Path(p).read_text()) for p in args.summarise]))
@@ -233,9 +240,9 @@ def main(argv=None):
     results = []
     for split in splits:
         if args.reevaluate:
-            results.append(reevaluate(split, images, labels, image_index, args))
-            continue
-        result = run_split(split, images, labels, image_index, args)
+            result = reevaluate(split, images, labels, image_index, args)
+        else:
+            result = run_split(split, images, labels, image_index, args)
         (Path(args.out_dir) / f"att_split{split}.json").write_text(json.dumps(result, indent=1))
         keys = ("gaussian", "min_energy", "pair_energy", "fit_seconds", "best_epoch")
         print(f"split {split}: {json.dumps({k: result[k] for k in keys})}", flush=True)
