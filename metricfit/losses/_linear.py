@@ -91,6 +91,15 @@ def composed_cost_grad(embedding_kernel, A, X1, X2, s, chunk_size=CHUNK_SIZE):
     return total, G
 
 
+def cosine_scores(a, b):
+    """Row-wise cosine of (n, k) embeddings; 0 where an embedding is zero."""
+    dots = np.einsum("ij,ij->i", a, b)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    out = np.zeros_like(dots)
+    np.divide(dots, norms, out=out, where=norms > 0)
+    return out
+
+
 def embedding_cost_grad(embedding_kernel, a, b, s):
     """The mean pair loss on embeddings and its gradients (J, dJ/da, dJ/db), without mapping.
 

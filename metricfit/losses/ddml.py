@@ -62,7 +62,8 @@ from ._linear import (
 from ._index import IndexPairObjective
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
-__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "DDMLObjective"]
+__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "DDMLObjective",
+           "pair_score", "DEFAULTS"]
 
 
 @njit(cache=True)
@@ -240,3 +241,12 @@ def index_objective(points, index, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_s
     T, tau, _ = _check_hyper(T, tau)
     return IndexPairObjective(points, index, s, _embedding_grad_inplace, (T, tau), lam=lam,
                               A0=A0, chunk_size=chunk_size)
+
+
+DEFAULTS = {"T": 10.0, "tau": 1.0}
+
+
+def pair_score(a, b, T=10.0, tau=1.0):
+    """Minus the squared distance ``-|a - b|^2`` (seed 004's ``(a - b)^2``; higher = more
+    similar)."""
+    return -np.sum((a - b) ** 2, axis=1)

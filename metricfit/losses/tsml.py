@@ -51,9 +51,11 @@ from ._linear import (
     composed_cost_grad,
 )
 from ._index import IndexPairObjective
+from ._linear import cosine_scores
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
-__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "TSMLObjective"]
+__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "TSMLObjective",
+           "pair_score", "DEFAULTS"]
 
 
 @njit(cache=True)
@@ -193,3 +195,11 @@ def index_objective(points, index, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
     """
     return IndexPairObjective(points, index, s, _embedding_grad_inplace, lam=lam, A0=A0,
                               chunk_size=chunk_size)
+
+
+DEFAULTS = {}
+
+
+def pair_score(a, b):
+    """The cosine of each pair of embeddings (seed 002 eq. 2; higher = more similar)."""
+    return cosine_scores(a, b)
