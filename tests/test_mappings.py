@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metricfit.losses import csml, tsml
-from metricfit.mappings import MAPPINGS, MLP, Linear, MappedObjective, Tanh, l2_normalise
+from metricfit.mappings import ConvNet, MAPPINGS, MLP, Linear, MappedObjective, Tanh, l2_normalise
 from _reference import central_differences, relative_error
 
 try:  # DDML is written in parallel: use it when it is there
@@ -137,7 +137,7 @@ def test_glorot_uniform_init(mapping, layers):
 
 
 def test_registry_and_bad_sizes():
-    assert MAPPINGS == {"linear": Linear, "tanh": Tanh, "mlp": MLP}
+    assert MAPPINGS == {"linear": Linear, "tanh": Tanh, "mlp": MLP, "convnet": ConvNet}
     assert repr(MLP(3, 4, 2)) == "MLP(n_features=3, n_hidden=4, n_components=2)"
     for bad in (0, -1, 2.5, True, None):
         with pytest.raises(ValueError, match="integer >= 1"):

@@ -117,8 +117,8 @@ class IndexPairObjective(PreparedObjective):
     """
 
     def __init__(self, points, index, s, kernel, kernel_args=(), lam=0.0, A0=None,
-                 chunk_size=CHUNK_SIZE):
-        points, index, s = check_index_pair_data(points, index, s)
+                 chunk_size=CHUNK_SIZE, validated=False):
+        points, index, s = check_index_pair_data(points, index, s, validated)
         dtype = s.dtype
         self._init_common(index.shape[0], points.shape[1], dtype, s, lam, A0, chunk_size)
         self._embedding_kernel, self.kernel_args = kernel, tuple(kernel_args)

@@ -26,12 +26,16 @@ def _float_dtype(*arrays):
     return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
 
 
-def check_pair_data(X1, X2, s):
+def check_pair_data(X1, X2, s, validated=False):
     """Validate the data of a linear pair loss; return C-contiguous X1, X2 and s (same dtype).
 
     X1, X2 : (n, d) arrays of the first and second vector of each pair; s : (n,) labels in
     {-1, +1} (or {0, 1}, 1 = similar). Float32 is kept; anything else becomes float64.
+    ``validated=True`` (data checked at the estimator's edge): no scan for NaN or bad labels,
+    only the layout and dtype conversions.
     """
+    if validated:
+        return trusted_pair_data(X1, X2, s)
     X1, X2 = np.asarray(X1), np.asarray(X2)
     if X1.ndim != 2 or X1.shape != X2.shape:
         raise ValueError(
@@ -47,6 +51,15 @@ def check_pair_data(X1, X2, s):
         raise ValueError("X1 or X2 contains NaN or infinity.")
     s = check_pair_labels(s, X1.shape[0], require_both=False).astype(dtype)
     return X1, X2, s
+
+
+def trusted_pair_data(X1, X2, s):
+    """C-contiguous X1, X2 in their float dtype and s in it: the layout of
+    :func:`check_pair_data` without its checks (for data validated once, upstream)."""
+    dtype = _float_dtype(X1, X2)
+    X1 = np.ascontiguousarray(X1, dtype=dtype)
+    X2 = np.ascontiguousarray(X2, dtype=dtype)
+    return X1, X2, np.asarray(s).astype(dtype)
 
 
 def check_components(A, n_features, dtype, A0=None):
@@ -100,12 +113,13 @@ def cosine_scores(a, b):
     return out
 
 
-def embedding_cost_grad(embedding_kernel, a, b, s):
+def embedding_cost_grad(embedding_kernel, a, b, s, validated=False):
     """The mean pair loss on embeddings and its gradients (J, dJ/da, dJ/db), without mapping.
 
     This is the entry point for non-linear mappings: they back-propagate dJ/da and dJ/db.
+    ``validated=True`` (inside an objective, on embeddings of validated data): no scan.
     """
-    a, b, s = check_pair_data(a, b, s)
+    a, b, s = check_pair_data(a, b, s, validated)
     Ga, Gb = a.copy(), b.copy()
     n = a.shape[0]
     J = embedding_kernel(Ga, Gb, s) / n

@@ -81,9 +81,9 @@ def _embedding_grad_inplace(P1, P2, s):  # pragma: no cover (compiled)
     return total
 
 
-def embedding_cost_grad(a, b, s):
+def embedding_cost_grad(a, b, s, validated=False):
     """Mean CSML loss on embeddings ``(a, b)`` (n, k) and its gradients ``(J, dJ/da, dJ/db)``."""
-    return _embedding_cost_grad(_embedding_grad_inplace, a, b, s)
+    return _embedding_cost_grad(_embedding_grad_inplace, a, b, s, validated)
 
 
 def cost_grad(A, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
@@ -103,22 +103,25 @@ def cost_grad(A, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
 class CSMLObjective(PreparedObjective):
     """CSML ``f(A) -> (J, G)``: the data validated and laid out once; four GEMMs per call."""
 
-    def __init__(self, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
-        X1, X2, s = check_pair_data(X1, X2, s)
+    def __init__(self, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE,
+                 validated=False):
+        X1, X2, s = check_pair_data(X1, X2, s, validated)
         super().__init__(X1, X2, s, lam, A0, chunk_size)
         self._embedding_kernel = _embedding_grad_inplace
 
 
-def objective(X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
+def objective(X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE, validated=False):
     """Prepare the CSML objective once per data set; return ``f(A) -> (J, G)``."""
-    return CSMLObjective(X1, X2, s, lam=lam, A0=A0, chunk_size=chunk_size)
+    return CSMLObjective(X1, X2, s, lam=lam, A0=A0, chunk_size=chunk_size,
+                         validated=validated)
 
 
-def index_objective(points, index, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
+def index_objective(points, index, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE,
+                    validated=False):
     """The CSML objective over index pairs into ``points``: the four GEMMs over the pairs
     become two over the points (:mod:`metricfit.losses._index`); ``f(A) -> (J, G)``."""
     return IndexPairObjective(points, index, s, _embedding_grad_inplace, lam=lam, A0=A0,
-                              chunk_size=chunk_size)
+                              chunk_size=chunk_size, validated=validated)
 
 
 DEFAULTS = {}

@@ -156,14 +156,14 @@ def _delta_cost_grad(A, X1, X2, s, T, tau, chunk_size, D=None):
     return total, G
 
 
-def embedding_cost_grad(a, b, s, T=10.0, tau=1.0):
+def embedding_cost_grad(a, b, s, T=10.0, tau=1.0, validated=False):
     """Mean DDML loss on embeddings ``(a, b)`` (n, k) and its gradients ``(J, dJ/da, dJ/db)``.
 
     Eqs. 5-7 of seed 004, averaged over the pairs (no regulariser, no mapping):
     ``dJ/da_i = s_i sigma(T z_i)(a_i - b_i) / n = -dJ/db_i``.
     """
     T, tau, _ = _check_hyper(T, tau)
-    return _embedding_cost_grad(_bind(T, tau), a, b, s)
+    return _embedding_cost_grad(_bind(T, tau), a, b, s, validated)
 
 
 def cost_grad(A, X1, X2, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_SIZE):
@@ -210,8 +210,9 @@ class DDMLObjective(PreparedObjective):
     between. ``batch`` uses the generic composition with the embedding kernel (T, tau bound).
     """
 
-    def __init__(self, X1, X2, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_SIZE):
-        X1, X2, s = check_pair_data(X1, X2, s)
+    def __init__(self, X1, X2, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_SIZE,
+                 validated=False):
+        X1, X2, s = check_pair_data(X1, X2, s, validated)
         self.T, self.tau, _ = _check_hyper(T, tau)
         super().__init__(X1, X2, s, lam, A0, chunk_size)
         self._embedding_kernel = _bind(self.T, self.tau)
@@ -222,16 +223,19 @@ class DDMLObjective(PreparedObjective):
                                 self.chunk_size, D=self.D)
 
 
-def objective(X1, X2, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_SIZE):
+def objective(X1, X2, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_SIZE,
+              validated=False):
     """Prepare the DDML objective once per data set; return ``f(A) -> (J, G)``.
 
     Same cost and gradient as :func:`cost_grad` (a test ties them). ``f`` accepts ``A`` as
     (k, d) or flat, as scipy's ``jac=True`` needs, and has the batch protocol.
     """
-    return DDMLObjective(X1, X2, s, lam=lam, A0=A0, T=T, tau=tau, chunk_size=chunk_size)
+    return DDMLObjective(X1, X2, s, lam=lam, A0=A0, T=T, tau=tau, chunk_size=chunk_size,
+                         validated=validated)
 
 
-def index_objective(points, index, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_SIZE):
+def index_objective(points, index, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_SIZE,
+                    validated=False):
     """The DDML objective over index pairs into ``points``; return ``f(A) -> (J, G)``.
 
     ``x - y`` is no longer formed: ``a_i - b_i = P[p_i] - P[q_i]`` with ``P = X A^T``
@@ -240,7 +244,7 @@ def index_objective(points, index, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_s
     """
     T, tau, _ = _check_hyper(T, tau)
     return IndexPairObjective(points, index, s, _embedding_grad_inplace, (T, tau), lam=lam,
-                              A0=A0, chunk_size=chunk_size)
+                              A0=A0, chunk_size=chunk_size, validated=validated)
 
 
 DEFAULTS = {"T": 10.0, "tau": 1.0}

@@ -104,12 +104,12 @@ def _normalise_rows_inplace(C):  # pragma: no cover (compiled)
     return total
 
 
-def embedding_cost_grad(a, b, s):
+def embedding_cost_grad(a, b, s, validated=False):
     """Mean TSML loss on embeddings ``(a, b)`` (n, k) and its gradients ``(J, dJ/da, dJ/db)``.
 
     Eq. 4 and 6 of seed 002, averaged over the pairs (no regulariser, no mapping).
     """
-    return _embedding_cost_grad(_embedding_grad_inplace, a, b, s)
+    return _embedding_cost_grad(_embedding_grad_inplace, a, b, s, validated)
 
 
 def cost_grad(A, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
@@ -151,8 +151,9 @@ class TSMLObjective(PreparedObjective):
     Holds U (n, d) and S (d, d); temporaries are O(chunk_size * k + k * d).
     """
 
-    def __init__(self, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
-        X1, X2, s = check_pair_data(X1, X2, s)
+    def __init__(self, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE,
+                 validated=False):
+        X1, X2, s = check_pair_data(X1, X2, s, validated)
         super().__init__(X1, X2, s, lam, A0, chunk_size)
         self._embedding_kernel = _embedding_grad_inplace
         self.U = X1 + s[:, None] * X2  # (n, d)
@@ -175,16 +176,18 @@ class TSMLObjective(PreparedObjective):
         return half_trace - sum_norms + self.n_pairs, G  # + n: the "+1" of eq. 4 per pair
 
 
-def objective(X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
+def objective(X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE, validated=False):
     """Prepare the TSML objective once per data set; return ``f(A) -> (J, G)``.
 
     Same cost and gradient as :func:`cost_grad` (a test ties them), with half the matrix
     products per call. ``f`` accepts ``A`` as (k, d) or flat, as scipy's ``jac=True`` needs.
     """
-    return TSMLObjective(X1, X2, s, lam=lam, A0=A0, chunk_size=chunk_size)
+    return TSMLObjective(X1, X2, s, lam=lam, A0=A0, chunk_size=chunk_size,
+                         validated=validated)
 
 
-def index_objective(points, index, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
+def index_objective(points, index, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE,
+                    validated=False):
     """The TSML objective over index pairs into ``points``; return ``f(A) -> (J, G)``.
 
     Pair i is ``(points[index[i, 0]], points[index[i, 1]])``; same cost and gradient as
@@ -194,7 +197,7 @@ def index_objective(points, index, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
     array (map-reduce over its chunks).
     """
     return IndexPairObjective(points, index, s, _embedding_grad_inplace, lam=lam, A0=A0,
-                              chunk_size=chunk_size)
+                              chunk_size=chunk_size, validated=validated)
 
 
 DEFAULTS = {}

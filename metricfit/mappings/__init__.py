@@ -1,7 +1,8 @@
 """Mappings ``f(., theta)``: the siamese branch that turns an input into an embedding.
 
 Seed 004 section 4: ``Linear`` (``W x``), ``Tanh`` (``tanh(W x + h)``, eqs. 10-12) and ``MLP``
-(two tanh layers). Each is a small object holding only its sizes, with pure functions of a
+(two tanh layers); seed 000's convnet as ``ConvNet`` (flattened images in, its numba kernels in
+:mod:`metricfit.cnn`). Each is a small object holding only its sizes, with pure functions of a
 flat parameter vector ``theta``:
 
 - ``n_params``, ``shapes``; ``init(random_state) -> theta`` (identity / Glorot eq. 13);
@@ -13,12 +14,50 @@ flat parameter vector ``theta``:
 (passed in as a callable: this package imports no loss).
 """
 
+import numpy as np
+
 from ._base import Mapping
+from .convnet import ConvNet
 from .linear import Linear
 from .mlp import MLP
 from .objective import MappedObjective, l2_normalise
 from .tanh import Tanh
 
-MAPPINGS = {"linear": Linear, "tanh": Tanh, "mlp": MLP}
+MAPPINGS = {"linear": Linear, "tanh": Tanh, "mlp": MLP, "convnet": ConvNet}
 
-__all__ = ["Mapping", "Linear", "Tanh", "MLP", "MAPPINGS", "MappedObjective", "l2_normalise"]
+
+def make_mapping(mapping, n_features, n_components=None, n_hidden=None):
+    """The mapping named ``mapping`` for inputs of ``n_features``, or ``mapping`` itself when
+    it is a :class:`Mapping` (then its input size must be ``n_features``).
+
+    ``n_components`` None means ``n_features`` (50 for 'convnet'); 'linear' needs
+    ``n_components <= n_features``; 'mlp' has ``n_hidden`` (None: ``n_components``) hidden
+    units; 'convnet' takes square images of ``n_features`` pixels with seed 000's map counts
+    (pass a :class:`ConvNet` for other shapes and sizes). Raises ValueError for an unknown
+    name, listing the choices.
+    """
+    d = int(n_features)
+    if isinstance(mapping, Mapping):
+        if mapping.n_features != d:
+            raise ValueError(f"{mapping!r} takes {mapping.n_features} features; the data "
+                             f"have {d}.")
+        return mapping
+    if not isinstance(mapping, str) or mapping not in MAPPINGS:
+        raise ValueError(f"unknown mapping {mapping!r}; choose from {', '.join(MAPPINGS)} or "
+                         f"pass a metricfit.mappings.Mapping.")
+    if mapping == "convnet":
+        side = int(round(np.sqrt(d)))
+        if side * side != d:
+            raise ValueError(f"mapping='convnet' needs square images (n_features a square), "
+                             f"got {d}; pass mapping=ConvNet(input_shape=(H, W)).")
+        return ConvNet((side, side), n_components=n_components or 50)
+    k = d if n_components is None else int(n_components)
+    if mapping == "linear" and k > d:
+        raise ValueError(f"n_components={k} must be <= n_features={d}.")
+    if mapping == "mlp":
+        return MLP(d, n_hidden or k, k)
+    return MAPPINGS[mapping](d, k)
+
+
+__all__ = ["Mapping", "Linear", "Tanh", "MLP", "ConvNet", "MAPPINGS", "MappedObjective",
+           "l2_normalise", "make_mapping"]

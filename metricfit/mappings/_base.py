@@ -82,6 +82,22 @@ class Mapping:
     """
 
     n_features = n_components = None
+    #: the estimator attribute that holds the fitted parameters (:meth:`as_attribute`)
+    fitted_attribute = "params_"
+    #: whether the weight penalty pulls towards the start (seed 002 eq. 9) or towards 0
+    regularise_towards_init = False
+    #: whether theta is a (n_components, n_features) matrix (identity / WCCN / array starts)
+    is_matrix = False
+
+    def as_attribute(self, theta):
+        """The fitted parameters as the estimator exposes them: the flat theta."""
+        return theta
+
+    def __eq__(self, other):
+        return type(self) is type(other) and repr(self) == repr(other)
+
+    def __hash__(self):
+        return hash(repr(self))
 
     @property
     def shapes(self):

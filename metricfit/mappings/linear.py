@@ -39,6 +39,14 @@ class Linear(Mapping):
     array([[1., 2.]])
     """
 
+    fitted_attribute = "components_"
+    regularise_towards_init = True
+    is_matrix = True
+
+    def as_attribute(self, theta):
+        """``components_``: theta as the (n_components, n_features) matrix W."""
+        return theta.reshape(self.n_components, self.n_features)
+
     def __init__(self, n_features, n_components):
         self.n_features = _check_size(n_features, "n_features")
         self.n_components = _check_size(n_components, "n_components")

@@ -75,6 +75,14 @@ def _check_pairs(X1, X2, s, n_features):
     return X1, X2, s
 
 
+def _trusted_pairs(X1, X2, s):
+    """The layout of :func:`_check_pairs` (C-contiguous, float dtype, s in it), no checks."""
+    dtype = np.result_type(X1, X2)
+    dtype = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    return (np.ascontiguousarray(X1, dtype=dtype), np.ascontiguousarray(X2, dtype=dtype),
+            np.asarray(s).astype(dtype))
+
+
 class MappedObjective:
     """``f(theta) -> (J, G)``: mean pair loss of the mapped pairs plus ``lam/2 |theta - theta0|^2``.
 
@@ -106,8 +114,11 @@ class MappedObjective:
     """
 
     def __init__(self, embedding_cost_grad, mapping, X1, X2, s, lam=0.0, theta0=None,
-                 chunk_size=CHUNK_SIZE):
-        self.X1, self.X2, s = _check_pairs(X1, X2, s, mapping.n_features)
+                 chunk_size=CHUNK_SIZE, validated=False):
+        if validated:  # checked at the estimator's edge: layout and dtype only
+            self.X1, self.X2, s = _trusted_pairs(X1, X2, s)
+        else:
+            self.X1, self.X2, s = _check_pairs(X1, X2, s, mapping.n_features)
         self._init_common(embedding_cost_grad, mapping, s, lam, theta0, chunk_size)
 
     def _init_common(self, embedding_cost_grad, mapping, s, lam, theta0, chunk_size):
@@ -217,8 +228,8 @@ class IndexMappedObjective(MappedObjective):
     """
 
     def __init__(self, embedding_cost_grad, mapping, points, index, s, lam=0.0, theta0=None,
-                 chunk_size=CHUNK_SIZE):
-        points, index, s = check_index_pair_data(points, index, s)
+                 chunk_size=CHUNK_SIZE, validated=False):
+        points, index, s = check_index_pair_data(points, index, s, validated)
         if points.shape[1] != mapping.n_features:
             raise ValueError(f"points have {points.shape[1]} features; the mapping takes "
                              f"{mapping.n_features}.")

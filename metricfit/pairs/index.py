@@ -213,12 +213,16 @@ class NormalisedRows:
         return self.shape[0]
 
 
-def check_index_pair_data(points, index, s):
+def check_index_pair_data(points, index, s, validated=False):
     """Validate points (n_points, d), index pairs (n_pairs, 2) and labels; return
     ``(points, index, s)`` with s in the points' float dtype (float32 kept, else float64).
 
     Neither the points nor the index are copied when they already have a valid dtype.
+    ``validated=True`` (checked at the estimator's edge): only s is converted.
     """
+    if validated:
+        dtype = np.dtype(points.dtype) if np.dtype(points.dtype) in FLOAT_DTYPES else np.float64
+        return points, index, np.asarray(s).astype(dtype)
     points = check_point_store(points, what="points")
     index = check_index_pairs(index, points.shape[0])
     dtype = np.dtype(points.dtype) if np.dtype(points.dtype) in FLOAT_DTYPES else np.float64

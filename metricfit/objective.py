@@ -1,0 +1,82 @@
+r"""One objective factory: any pair loss x any mapping x vector or index pairs.
+
+:func:`make_objective` is the only place that chooses how a siamese objective is computed
+(ARCHITECTURE.md, "The generic path and the fast path agree"):
+
+============================  ==============================  ===============================
+mapping, loss                 vector pairs (n, 2, d)          index pairs into points
+============================  ==============================  ===============================
+``Linear`` + a loss with a    the loss's prepared             the loss's ``index_objective``
+prepared linear form          ``objective`` (TSML's           (project the points once,
+(triangular, cosine, ddml)    ``x + s y``, DDML's ``x - y``)  scatter back, one GEMM)
+any other                     :class:`MappedObjective`        :class:`IndexMappedObjective`
+============================  ==============================  ===============================
+
+All four return ``f(theta) -> (J, G)`` on the flat parameter vector with the batch protocol of
+the SGD solver (``n_pairs``, ``labels``, ``batch``), and the same cost and gradient
+(``tests/test_objective.py`` ties every fast path to the generic composition to 1e-10).
+The data are validated once, at the estimator's edge: the objectives built here do not scan
+them again (``validated=True``).
+"""
+
+import functools
+import inspect
+
+import numpy as np
+
+from .losses import get_loss, loss_params
+from .mappings import Linear, MappedObjective
+from .mappings.objective import IndexMappedObjective
+from .pairs.index import IndexPairs
+
+__all__ = ["make_objective", "has_fast_path"]
+
+
+def has_fast_path(loss, mapping):
+    """Whether (loss, mapping) has a prepared linear algebra."""
+    return isinstance(mapping, Linear) and hasattr(get_loss(loss), "objective")
+
+
+def make_objective(loss, mapping, pairs, s, lam=0.0, theta0=None, params=None, fast=True):
+    r"""``f(theta) -> (J, G)`` of ``J = mean_i L(f(x_i), f(y_i), s_i) + lam/2 |theta - theta0|^2``.
+
+    Parameters
+    ----------
+    loss : str or module
+        A name of :data:`metricfit.losses.PAIR_LOSSES` (or alias) or a loss module.
+    mapping : metricfit.mappings.Mapping
+    pairs : ndarray of shape (n_pairs, 2, d) or IndexPairs
+        Already validated (finite, float32 or float64), as the estimators' edge returns them.
+    s : ndarray of shape (n_pairs,)
+        Labels in {-1, +1}, already validated.
+    lam : float, default=0.0
+    theta0 : ndarray of shape (n_params,), default=None
+        The regulariser's target (None: zeros).
+    params : dict, default=None
+        The loss's hyper-parameters (its ``DEFAULTS`` updated with these).
+    fast : bool, default=True
+        False forces the generic composition (for the tests that tie the two).
+
+    Returns
+    -------
+    f : callable ``theta -> (J, G)`` with the batch protocol
+    """
+    loss = get_loss(loss)
+    params = loss_params(loss, params)
+    index = isinstance(pairs, IndexPairs)
+    if fast and has_fast_path(loss, mapping):
+        A0 = None if theta0 is None else np.asarray(theta0).reshape(mapping.n_components,
+                                                                     mapping.n_features)
+        if index:
+            return loss.index_objective(pairs.points, pairs.index, s, lam=lam, A0=A0,
+                                        validated=True, **params)
+        return loss.objective(pairs[:, 0], pairs[:, 1], s, lam=lam, A0=A0, validated=True,
+                              **params)
+    if "validated" in inspect.signature(loss.embedding_cost_grad).parameters:
+        params["validated"] = True  # the numba losses' own check of their inputs
+    cost_grad = functools.partial(loss.embedding_cost_grad, **params)
+    if index:
+        return IndexMappedObjective(cost_grad, mapping, pairs.points, pairs.index, s, lam=lam,
+                                    theta0=theta0, validated=True)
+    return MappedObjective(cost_grad, mapping, pairs[:, 0], pairs[:, 1], s, lam=lam,
+                           theta0=theta0, validated=True)
