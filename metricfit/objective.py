@@ -24,12 +24,12 @@ import inspect
 
 import numpy as np
 
-from .losses import get_loss, loss_params
+from .losses import get_loss, ldml, loss_params
 from .mappings import Linear, MappedObjective
 from .mappings.objective import IndexMappedObjective
 from .pairs.index import IndexPairs
 
-__all__ = ["make_objective", "has_fast_path"]
+__all__ = ["make_objective", "make_metric_objective", "has_fast_path"]
 
 
 def has_fast_path(loss, mapping):
@@ -65,8 +65,8 @@ def make_objective(loss, mapping, pairs, s, lam=0.0, theta0=None, params=None, f
     params = loss_params(loss, params)
     index = isinstance(pairs, IndexPairs)
     if fast and has_fast_path(loss, mapping):
-        A0 = None if theta0 is None else np.asarray(theta0).reshape(mapping.n_components,
-                                                                     mapping.n_features)
+        shape = (mapping.n_components, mapping.n_features)
+        A0 = None if theta0 is None else np.asarray(theta0).reshape(shape)
         if index:
             return loss.index_objective(pairs.points, pairs.index, s, lam=lam, A0=A0,
                                         validated=True, **params)
@@ -80,3 +80,11 @@ def make_objective(loss, mapping, pairs, s, lam=0.0, theta0=None, params=None, f
                                     theta0=theta0, validated=True)
     return MappedObjective(cost_grad, mapping, pairs[:, 0], pairs[:, 1], s, lam=lam,
                            theta0=theta0, validated=True)
+
+
+def make_metric_objective(pairs, s, lam=0.0):
+    """LDML's ``f(theta) -> (J, G)`` on ``theta = [M.ravel(), b]`` (seed 001), over validated
+    vector pairs (the prepared ``x - y`` form) or index pairs (``[X M, X]`` per call)."""
+    if isinstance(pairs, IndexPairs):
+        return ldml.index_objective(pairs.points, pairs.index, s, lam=lam)
+    return ldml.objective(pairs[:, 0], pairs[:, 1], s, lam=lam)

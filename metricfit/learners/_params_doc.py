@@ -3,9 +3,12 @@
 SIAMESE_PARAMETERS = """
     n_components : int, default=None
         k, the dimension of the learned space (None: the number of features d).
-    mapping : {'linear', 'tanh', 'mlp'}, default='linear'
-        The siamese branch f(., W) (seed 004 section 4): ``W x``; ``tanh(W x + h)``; or two
-        tanh layers. The linear map takes the loss's prepared objective.
+    mapping : {'linear', 'tanh', 'mlp', 'convnet'} or Mapping, default='linear'
+        The siamese branch f(., W) (seed 004 section 4): ``W x``; ``tanh(W x + h)``; two
+        tanh layers; or seed 000's convnet on square images flattened to rows. A
+        :class:`metricfit.mappings.Mapping` object (e.g. ``ConvNet((8, 8), 10, (4, 8, 16))``)
+        is used as given (its sizes override n_components / n_hidden). The linear map takes
+        the loss's prepared objective where the loss has one.
     n_hidden : int, default=None
         Hidden units of 'mlp' (None: n_components).
     normalize : bool, default=False

@@ -1,32 +1,39 @@
-"""The siamese learner: a mapping x pair loss x optimizer (ARCHITECTURE.md, seed 004 Fig. 1).
+"""The siamese learners: a mapping x a pair loss x an optimizer (ARCHITECTURE.md, seed 004
+Fig. 1).
 
 ``fit`` reads like the method: validate, choose the start and the regulariser's target, build
-the objective, optimise, unpack. A linear mapping with a loss that has a prepared objective
-(TSML's ``U = X1 + s X2`` and Gram sums, DDML's ``x - y``) takes that fast path; any other
-mapping goes through the generic composition :class:`metricfit.mappings.MappedObjective`
-(a test ties the two).
+the objective, optimise, unpack. The learner never asks which mapping or which kind of pairs it
+has: :func:`metricfit.mappings.make_mapping` turns the ``mapping`` parameter into a mapping,
+:func:`metricfit.objective.make_objective` chooses the fast path (a linear map with a loss's
+prepared algebra, index pairs) or the generic composition, and the mapping says how its fitted
+parameters are exposed (``components_`` for ``Linear``, ``params_`` otherwise).
+
+:class:`Siamese` names any cell of the grid, ``Siamese(loss=..., mapping=..., solver=...)``;
+:class:`~metricfit.TSML`, :class:`~metricfit.CSML` and :class:`~metricfit.DDML` are its
+presets (the loss fixed, their hyper-parameters explicit).
 """
 
 import functools
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, StrOptions, validate_params
-from ..mappings import MAPPINGS, MappedObjective, l2_normalise
-from ..mappings.objective import IndexMappedObjective
-from ..optim import SOLVERS, minimize
+from ..losses import PAIR_LOSSES, get_loss, loss_params
+from ..losses import ALIASES as LOSS_ALIASES
+from ..mappings import MAPPINGS, Mapping, l2_normalise, make_mapping
+from ..objective import make_objective
+from ..optim import minimize
 from ..pairs import check_pair_labels, check_pairs, check_points
 from ..pairs.index import IndexPairs, check_pair_input, normalised_points
 from ..whitening import WCCN
-from ._base import PairLearnerMixin, score_index_pairs, validation_accuracy, validation_split
+from ._base import PairLearnerMixin, score_index_pairs
+from ._params_doc import SIAMESE_ATTRIBUTES, SIAMESE_PARAMETERS
+from ._solver import DEFAULT_MAX_ITER, N_TRAIN_SCORE_PAIRS, SOLVER_CONSTRAINTS, SolverMixin
 
-DEFAULT_MAX_ITER = {"lbfgs": 200, "sgd": 20000}
-N_TRAIN_SCORE_PAIRS = 2000  # training pairs scored at each SGD check, for the learning curve
+__all__ = ["SiameseLearner", "Siamese", "DEFAULT_MAX_ITER", "N_TRAIN_SCORE_PAIRS"]
 
 
 def _rows(pairs, mask):
@@ -34,64 +41,30 @@ def _rows(pairs, mask):
     return pairs if mask.all() else pairs[mask]
 
 
-class SiameseLearner(PairLearnerMixin, BaseEstimator):
+class SiameseLearner(SolverMixin, PairLearnerMixin, BaseEstimator):
     """Base of the learners built on one mapping, one pair loss and one optimizer.
 
-    Subclasses set ``_loss`` (a module of :mod:`metricfit.losses`), ``_score_kind``
-    ('cosine' or 'distance') and, for losses with hyper-parameters, ``_loss_params()``.
+    Subclasses name their loss through ``_loss_spec() -> (name or module, params)``.
     """
 
-    _loss = None
-
     _parameter_constraints = {
+        **SOLVER_CONSTRAINTS,
         "n_components": [Interval(Integral, 1, None), None],
-        "mapping": [StrOptions(set(MAPPINGS))],
+        "mapping": [StrOptions(set(MAPPINGS)), Mapping],
         "n_hidden": [Interval(Integral, 1, None), None],
         "normalize": ["boolean"],
         "init": [StrOptions({"auto", "identity", "wccn"}), "array-like"],
         "lam": [Interval(Real, 0, None)],
         "similar_only": ["boolean"],
-        "solver": [StrOptions(set(SOLVERS))],
-        "max_iter": [Interval(Integral, 1, None), None],
-        "tol": [Interval(Real, 0, None)],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "momentum": [Interval(Real, 0, 1, closed="left")],
-        "batch_size": [Interval(Integral, 1, None)],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "validation_interval": [Interval(Integral, 1, None)],
-        "n_iter_no_change": [Interval(Integral, 1, None), None],
-        "random_state": ["random_state"],
-        "verbose": [Interval(Integral, 0, None), "boolean"],
-        "warm_start": ["boolean"],
-        "callback": [callable, None],
         "preprocessor": ["array-like", None],
     }
 
-    def __init__(
-        self,
-        n_components=None,
-        *,
-        mapping="linear",
-        n_hidden=None,
-        normalize=False,
-        init="auto",
-        lam=1e-3,
-        similar_only=False,
-        solver="lbfgs",
-        max_iter=None,
-        tol=1e-5,
-        learning_rate=1e-3,
-        momentum=0.9,
-        batch_size=32,
-        validation_fraction=0.1,
-        validation_interval=100,
-        n_iter_no_change=20,
-        random_state=None,
-        verbose=0,
-        warm_start=False,
-        callback=None,
-        preprocessor=None,
-    ):
+    def __init__(self, n_components=None, *, mapping="linear", n_hidden=None, normalize=False,
+                 init="auto", lam=1e-3, similar_only=False, solver="lbfgs", max_iter=None,
+                 tol=1e-5, learning_rate=1e-3, momentum=0.9, batch_size=32,
+                 validation_fraction=0.1, validation_interval=100, n_iter_no_change=20,
+                 random_state=None, verbose=0, warm_start=False, callback=None,
+                 preprocessor=None):
         self.n_components = n_components
         self.mapping = mapping
         self.n_hidden = n_hidden
@@ -114,8 +87,19 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         self.callback = callback
         self.preprocessor = preprocessor
 
-    def _loss_params(self):
-        return {}
+    def _loss_spec(self):
+        raise NotImplementedError
+
+    def _loss(self):
+        """(loss module, its hyper-parameters), checked."""
+        name, params = self._loss_spec()
+        loss = get_loss(name)
+        return loss, loss_params(loss, params)
+
+    @property
+    def _score_kind(self):
+        """'cosine' or 'distance' (how MkNN and the applications read the scores)."""
+        return "cosine" if getattr(self._loss()[0], "SCORE_KIND", "") == "cosine" else "distance"
 
     # -- fit: validate, start, objective, optimise, unpack ---------------------------------
 
@@ -136,19 +120,23 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         self
         """
         validate_params(self)
+        loss, params = self._loss()
         pairs = check_pair_input(pairs, self.preprocessor, reject_zero=True)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         self.n_features_in_ = pairs.shape[2]
         inputs = self._normalised(pairs)
         train, validation = self._split(s)
-        mapping = self._make_mapping()
+        mapping = make_mapping(self.mapping, self.n_features_in_, self.n_components,
+                               self.n_hidden)
         theta0, reference = self._initial_params(mapping, _rows(inputs, train), s[train],
                                                  pairs.dtype)
         start = self._theta() if self._warm(mapping) else theta0
         fitted = train & (s == 1) if self.similar_only else train
-        objective = self._objective(mapping, _rows(inputs, fitted), s[fitted], reference)
-        result = minimize(objective, start, solver=self.solver,
-                          **self._solver_options(mapping, inputs, s, train, validation))
+        objective = make_objective(loss, mapping, _rows(inputs, fitted), s[fitted], self.lam,
+                                   reference, params)
+        scorer = functools.partial(self._scorer, mapping, inputs)
+        result = minimize(objective, start, solver=self.solver, **self._solver_options(
+            mapping.as_attribute, scorer, s, train, validation))
         self._warn_if_failed(result)
         self._unpack(mapping, result.x.astype(pairs.dtype))
         self.n_iter_ = int(result.nit)
@@ -167,35 +155,17 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
             return X.with_points(normalised_points(X.points, l2_normalise))
         return l2_normalise(X.reshape(-1, X.shape[-1])).reshape(X.shape)
 
-    def _split(self, s):
-        """Boolean masks (train, validation): SGD holds out a stratified validation set for
-        early stopping (seed 004 Algorithm 1); L-BFGS trains on all pairs."""
-        if self.solver != "sgd":
-            return np.ones(s.shape[0], dtype=bool), None
-        train = validation_split(s, self.validation_fraction, self.random_state)
-        return train, ~train
-
-    def _make_mapping(self):
-        d = self.n_features_in_
-        k = d if self.n_components is None else self.n_components
-        if self.mapping == "linear" and k > d:
-            raise ValueError(f"n_components={k} must be <= n_features={d}.")
-        if self.mapping == "mlp":
-            return MAPPINGS["mlp"](d, self.n_hidden or k, k)
-        return MAPPINGS[self.mapping](d, k)
-
     def _initial_params(self, mapping, pairs, s, dtype):
-        """(start, regulariser target). Linear: A0 = identity rows, WCCN or an array, both
-        start and target (seed 002 eq. 9). Non-linear: Glorot-uniform start (seed 004
-        eq. 13) and target 0 (weight decay)."""
+        """(start, regulariser target). 'auto': the mapping's own start (linear: identity
+        rows, the target too, seed 002 eq. 9; others: Glorot-uniform, seed 004 eq. 13, target
+        0, i.e. weight decay). 'identity', 'wccn' (matrix mappings) and arrays are both start
+        and target."""
         init = self.init
         if isinstance(init, str) and init == "auto":
-            init = "identity" if self.mapping == "linear" else "glorot"
-        if isinstance(init, str) and init in ("identity", "wccn") and self.mapping != "linear":
+            theta0 = mapping.init(self.random_state).astype(dtype)
+            return theta0, (theta0 if mapping.regularise_towards_init else np.zeros_like(theta0))
+        if isinstance(init, str) and not mapping.is_matrix:
             raise ValueError(f"init={init!r} needs mapping='linear'; use 'auto' or an array.")
-        if isinstance(init, str) and init == "glorot":
-            theta0 = mapping.init(self.random_state)
-            return theta0.astype(dtype), np.zeros_like(theta0, dtype=dtype)
         if isinstance(init, str) and init == "identity":
             theta0 = mapping.init()
         elif isinstance(init, str):  # 'wccn': each similar pair a class (seed 002 III.D)
@@ -210,86 +180,30 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
 
     def _array_init(self, mapping):
         A0 = np.asarray(self.init, dtype=np.float64)
-        if self.mapping == "linear":
-            expected = (mapping.n_components, mapping.n_features)
-            if A0.shape != expected:
-                raise ValueError(f"init must have shape (n_components, n_features) = {expected}, "
-                                 f"got {A0.shape}.")
-        elif A0.shape != (mapping.n_params,):
+        expected = np.shape(mapping.as_attribute(np.zeros(mapping.n_params)))
+        if A0.shape != expected and mapping.is_matrix:
+            raise ValueError(f"init must have shape (n_components, n_features) = {expected}, "
+                             f"got {A0.shape}.")
+        if A0.shape != expected:
             raise ValueError(f"init must be a flat parameter vector of length {mapping.n_params} "
                              f"for mapping={self.mapping!r}, got shape {A0.shape}.")
         if not np.isfinite(A0).all():
             raise ValueError("init contains NaN or infinity.")
         return A0.ravel()
 
-    def _objective(self, mapping, pairs, s, reference):
-        """The loss's prepared objective (linear) or the mapped composition, over vector
-        pairs or, without gathering them, over index pairs."""
-        index = isinstance(pairs, IndexPairs)
-        data = (pairs.points, pairs.index) if index else (pairs[:, 0], pairs[:, 1])
-        if self.mapping == "linear":
-            A0 = reference.reshape(mapping.n_components, mapping.n_features)
-            prepare = self._loss.index_objective if index else self._loss.objective
-            return prepare(*data, s, lam=self.lam, A0=A0, **self._loss_params())
-        loss = functools.partial(self._loss.embedding_cost_grad, **self._loss_params())
-        Objective = IndexMappedObjective if index else MappedObjective
-        return Objective(loss, mapping, *data, s, lam=self.lam, theta0=reference)
-
-    def _solver_options(self, mapping, inputs, s, train, validation):
-        options = {"max_iter": self.max_iter or DEFAULT_MAX_ITER[self.solver],
-                   "callback": self._on_iteration(), "random_state": self.random_state}
-        if self.solver == "lbfgs":
-            return dict(options, tol=self.tol)
-        rng = np.random.RandomState(0)
-        train_rows = np.flatnonzero(train)
-        if train_rows.size > N_TRAIN_SCORE_PAIRS:
-            train_rows = np.sort(rng.choice(train_rows, N_TRAIN_SCORE_PAIRS, replace=False))
-
-        def accuracy_on(rows):
-            pairs, labels = inputs[rows], s[rows]  # copied once, scored at every check
-            return lambda theta: validation_accuracy(
-                labels, self._embedded_scores(mapping, theta, pairs))
-
-        return dict(options, learning_rate=self.learning_rate, momentum=self.momentum,
-                    batch_size=self.batch_size, validation=accuracy_on(validation),
-                    train_score=accuracy_on(train_rows), check_every=self.validation_interval,
-                    n_iter_no_change=self.n_iter_no_change)
-
-    def _on_iteration(self):
-        if not (self.verbose or self.callback):
-            return None
-
-        def report(theta, J, n_iter):
-            if self.verbose:
-                print(f"[{type(self).__name__}] iteration {n_iter:6d}  cost {J:.6f}")
-            if self.callback is not None:
-                self.callback(self._public_params(theta), n_iter)
-
-        return report
-
-    def _public_params(self, theta):
-        if self.mapping == "linear":
-            return theta.reshape(-1, self.n_features_in_)
-        return theta
-
-    def _warn_if_failed(self, result):
-        if result.success or (self.solver == "sgd" and result.status == 1):
-            return  # SGD at max_iter still returns its best validation model
-        warnings.warn(f"[{type(self).__name__}] {self.solver} did not converge after "
-                      f"{result.nit} iterations: {result.message}. Increase max_iter or tol.",
-                      ConvergenceWarning)
+    def _scorer(self, mapping, inputs, rows):
+        """``theta -> scores`` of the pairs ``inputs[rows]`` (gathered once)."""
+        pairs = inputs[rows]
+        return lambda theta: self._embedded_scores(mapping, theta, pairs)
 
     def _unpack(self, mapping, theta):
         self.mapping_ = mapping
-        if self.mapping == "linear":
-            self.components_ = theta.reshape(mapping.n_components, mapping.n_features)
-            self.__dict__.pop("params_", None)
-        else:
-            self.params_ = theta
-            self.__dict__.pop("components_", None)
+        for name in {"components_", "params_"} - {mapping.fitted_attribute}:
+            self.__dict__.pop(name, None)
+        setattr(self, mapping.fitted_attribute, mapping.as_attribute(theta))
 
     def _theta(self):
-        return self.components_.ravel() if self.mapping == "linear" else self.params_
+        return np.ravel(getattr(self, self.mapping_.fitted_attribute))
 
     # -- the learned map and scores --------------------------------------------------------
 
@@ -304,6 +218,10 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         flat = self._normalised(X).reshape(-1, X.shape[-1])
         return self.mapping_.transform(self._theta(), flat).reshape(*X.shape[:-1], -1)
 
+    def _score_embedded(self, a, b):
+        loss, params = self._loss()
+        return loss.pair_score(a, b, **params)
+
     def _embedded_scores(self, mapping, theta, pairs):
         if isinstance(pairs, IndexPairs):
             return score_index_pairs(functools.partial(mapping.transform, theta),
@@ -311,3 +229,68 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         flat = mapping.transform(theta, pairs.reshape(-1, pairs.shape[-1]))
         embedded = flat.reshape(pairs.shape[0], 2, -1)
         return self._score_embedded(embedded[:, 0], embedded[:, 1])
+
+
+_LOSS_NAMES = ",\n        ".join(f"'{name}'" for name in PAIR_LOSSES)
+
+
+class Siamese(SiameseLearner):
+    __doc__ = f"""Any siamese metric learner: a pair loss x a mapping x a solver (seed 004 Fig. 1).
+
+    Two copies of one mapping ``f(., W)`` turn each pair into ``a = f(x)``, ``b = f(y)``; the
+    mean pair loss ``J(a, b, s)`` plus ``lam/2 |W - W0|^2`` is minimised by L-BFGS or momentum
+    SGD. ``TSML``, ``CSML`` and ``DDML`` are presets of it; every other cell of the grid is one
+    line, e.g. ``Siamese(loss='contrastive', mapping='mlp', solver='sgd')`` (DrLIM) or
+    ``Siamese(loss='square_exponential', mapping=ConvNet((8, 8), 10))`` (seed 000 on
+    flattened 8x8 images). Pairs are scored as the loss says (``metricfit.losses.<loss>.
+    pair_score``): the cosine for the triangular and cosine losses, minus the squared
+    distance for DDML, minus the energy E for the energy losses.
+
+    Parameters
+    ----------
+    loss : str or module, default='triangular'
+        One of {_LOSS_NAMES} (aliases {', '.join(LOSS_ALIASES)}), or a loss
+        module of :mod:`metricfit.losses`. Unknown names raise ValueError listing the
+        choices.
+    loss_params : dict, default=None
+        The loss's hyper-parameters (e.g. ``{{'margin': 2.0, 'energy': 'l1'}}`` for
+        'contrastive'); None: its ``DEFAULTS``.{SIAMESE_PARAMETERS}
+    Attributes
+    ----------{SIAMESE_ATTRIBUTES}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.learners import Siamese
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2, 5))
+    >>> X[:20, 1] = X[:20, 0] + 0.1 * rng.normal(size=(20, 5))
+    >>> y = np.r_[np.ones(20), -np.ones(20)]
+    >>> est = Siamese(loss="contrastive", mapping="tanh", n_components=2, random_state=0)
+    >>> est.fit(X, y).transform(X[:, 0]).shape
+    (40, 2)
+    """
+
+    _parameter_constraints = {
+        **SiameseLearner._parameter_constraints,
+        "loss": [str, object],
+        "loss_params": [dict, None],
+    }
+
+    def __init__(self, n_components=None, *, loss="triangular", loss_params=None,
+                 mapping="linear", n_hidden=None, normalize=False, init="auto", lam=1e-3,
+                 similar_only=False, solver="lbfgs", max_iter=None, tol=1e-5,
+                 learning_rate=1e-3, momentum=0.9, batch_size=32, validation_fraction=0.1,
+                 validation_interval=100, n_iter_no_change=20, random_state=None, verbose=0,
+                 warm_start=False, callback=None, preprocessor=None):
+        super().__init__(
+            n_components, mapping=mapping, n_hidden=n_hidden, normalize=normalize, init=init,
+            lam=lam, similar_only=similar_only, solver=solver, max_iter=max_iter, tol=tol,
+            learning_rate=learning_rate, momentum=momentum, batch_size=batch_size,
+            validation_fraction=validation_fraction, validation_interval=validation_interval,
+            n_iter_no_change=n_iter_no_change, random_state=random_state, verbose=verbose,
+            warm_start=warm_start, callback=callback, preprocessor=preprocessor)
+        self.loss = loss
+        self.loss_params = loss_params
+
+    def _loss_spec(self):
+        return self.loss, self.loss_params

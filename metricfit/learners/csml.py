@@ -1,6 +1,5 @@
 """CSML: Cosine Similarity Metric Learning (Nguyen & Bai 2010; seed 002 eq. 11)."""
 
-from ..losses import csml as csml_loss
 from ._params_doc import SIAMESE_ATTRIBUTES, SIAMESE_PARAMETERS
 from ._siamese import SiameseLearner
 
@@ -26,4 +25,5 @@ class CSML(SiameseLearner):
     True
     """
 
-    _loss = csml_loss
+    def _loss_spec(self):
+        return "cosine", {}

@@ -3,7 +3,6 @@
 from numbers import Real
 
 from .._validation import Interval
-from ..losses import ddml as ddml_loss
 from ._params_doc import SIAMESE_ATTRIBUTES, SIAMESE_PARAMETERS
 from ._siamese import SiameseLearner
 
@@ -39,8 +38,6 @@ class DDML(SiameseLearner):
     True
     """
 
-    _loss = ddml_loss
-    _score_kind = "distance"
     _parameter_constraints = {
         **SiameseLearner._parameter_constraints,
         "T": [Interval(Real, 0, None, closed="neither")],
@@ -63,8 +60,8 @@ class DDML(SiameseLearner):
         self.T = T
         self.tau = tau
 
-    def _loss_params(self):
-        return {"T": self.T, "tau": self.tau}
+    def _loss_spec(self):
+        return "ddml", {"T": self.T, "tau": self.tau}
 
     def pair_distance(self, pairs):
         """Squared Euclidean distance of each pair in the learned space (lower = more similar)."""

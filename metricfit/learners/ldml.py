@@ -5,24 +5,25 @@ import warnings
 import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import StrOptions, validate_params
+from numbers import Real
+
+from .._validation import Interval, StrOptions, validate_params
 from ..losses import ldml as ldml_loss
+from ..objective import make_metric_objective
 from ..optim import minimize
 from ..optim.projected import ScaledObjective, minimize_projected, project_diagonal, project_psd
 from ..pairs import check_pair_labels, check_pairs, check_points
 from ..pairs.index import IndexPairs, check_pair_input, pair_differences
-from ._base import PairLearnerMixin, score_index_pairs, validation_accuracy, validation_split
-from ._siamese import SiameseLearner
+from ._base import PairLearnerMixin, score_index_pairs
+from ._solver import SOLVER_CONSTRAINTS, SolverMixin
 
-DEFAULT_MAX_ITER = {"lbfgs": 200, "sgd": 20000, "projected": 2000}
 NEGATIVE_EIGENVALUE_RTOL = 1e-6  # an eigenvalue below -rtol * max|eigenvalue| is "negative"
 PROJECTIONS = {"psd": project_psd, "diagonal": project_diagonal}
 
 
-class LDML(PairLearnerMixin, BaseEstimator):
+class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
     """Logistic Discriminant based Metric Learning: a Mahalanobis metric and bias from pairs.
 
     Models the probability that a pair is similar as ``p = sigma(b - d_M(x, y))``, ``d_M(x, y)
@@ -102,13 +103,11 @@ class LDML(PairLearnerMixin, BaseEstimator):
 
     _score_kind = "distance"
     _parameter_constraints = {
-        **{name: SiameseLearner._parameter_constraints[name] for name in (
-            "lam", "max_iter", "tol", "learning_rate", "momentum", "batch_size",
-            "validation_fraction", "validation_interval", "n_iter_no_change", "random_state",
-            "verbose", "warm_start", "callback", "preprocessor")},
+        **SOLVER_CONSTRAINTS,
+        "lam": [Interval(Real, 0, None)],
+        "preprocessor": ["array-like", None],
         "constraint": [StrOptions(set(PROJECTIONS)), None],
         "init": [StrOptions({"identity", "zeros"}), "array-like"],
-        "solver": [StrOptions({"lbfgs", "sgd"})],
     }
 
     def __init__(self, lam=1e-3, *, constraint=None, init="identity", solver="lbfgs",
@@ -152,16 +151,14 @@ class LDML(PairLearnerMixin, BaseEstimator):
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         d = self.n_features_in_ = pairs.shape[2]
         solver = "projected" if self.constraint else self.solver
-        train = self._train_mask(s, solver)
+        train, validation = self._split(s, solver)
         rms = _difference_rms(pairs[train])
         scale = 1 / np.where(rms > 0, rms, 1)  # precondition: M = S M' S, S = diag(1 / rms)
-        objective = ScaledObjective(self._objective(pairs[train], s[train]),
+        objective = ScaledObjective(make_metric_objective(pairs[train], s[train], self.lam),
                                     np.append(np.outer(scale, scale).ravel(), 1.0))
         theta0 = self._start(pairs[train], d) / objective.scale
-        result = self._minimize(solver, objective, theta0, pairs, s, ~train)
-        if not (result.success or (solver == "sgd" and result.status == 1)):
-            warnings.warn(f"[LDML] {solver} did not converge after {result.nit} iterations: "
-                          f"{result.message}. Increase max_iter or tol.", ConvergenceWarning)
+        result = self._minimize(solver, objective, theta0, pairs, s, validation)
+        self._warn_if_failed(result, solver)
         M, b = ldml_loss.unpack(result.x * objective.scale, d)
         self.metric_, self.bias_ = M.astype(pairs.dtype), float(b)
         w, V = np.linalg.eigh(0.5 * (M + M.T))  # L^T L = PSD part of (M + M^T) / 2
@@ -172,16 +169,6 @@ class LDML(PairLearnerMixin, BaseEstimator):
                           "(pair_score uses metric_). Use constraint='psd' to embed it exactly.")
         self.n_iter_, self.classes_ = int(result.nit), np.array([-1, 1])
         return self.calibrate_threshold(getattr(pairs, "index", pairs), s)
-
-    def _objective(self, pairs, s):
-        if isinstance(pairs, IndexPairs):
-            return ldml_loss.index_objective(pairs.points, pairs.index, s, lam=self.lam)
-        return ldml_loss.objective(pairs[:, 0], pairs[:, 1], s, lam=self.lam)
-
-    def _train_mask(self, s, solver):
-        if solver != "sgd":
-            return np.ones(s.shape[0], dtype=bool)
-        return validation_split(s, self.validation_fraction, self.random_state)
 
     def _start(self, pairs, d):
         """theta0 = [M0, b0]: the previous fit (warm start) or init with b0 = median d_M0."""
@@ -200,35 +187,25 @@ class LDML(PairLearnerMixin, BaseEstimator):
 
     def _minimize(self, solver, objective, theta0, pairs, s, validation):
         d = self.n_features_in_
-        options = {"max_iter": self.max_iter or DEFAULT_MAX_ITER[solver],
-                   "callback": self._on_iteration(d, objective.scale),
-                   "random_state": self.random_state}
+
+        def public(theta):  # (M, b) in the caller's scale
+            return ldml_loss.unpack(theta * objective.scale, d)
+
+        def scorer(rows):
+            held_out = pairs[rows]
+
+            def scores(theta):
+                M, b = public(theta)
+                return b - metric_distances(M, held_out)
+            return scores
+
+        options = self._solver_options(public, scorer, s, None, validation, solver)
         if solver == "projected":
             def project(theta, project_M=PROJECTIONS[self.constraint]):  # M' only, not b
                 return np.append(project_M(theta[:-1].reshape(d, d)).ravel(), theta[-1])
 
-            return minimize_projected(objective, theta0, project, tol=self.tol, **options)
-        if solver == "lbfgs":
-            return minimize(objective, theta0, solver="lbfgs", tol=self.tol, **options)
-
-        held_out = pairs[validation]
-
-        def accuracy(theta):
-            M, b = ldml_loss.unpack(theta * objective.scale, d)
-            return validation_accuracy(s[validation], b - metric_distances(M, held_out))
-
-        return minimize(objective, theta0, solver="sgd", learning_rate=self.learning_rate,
-                        momentum=self.momentum, batch_size=self.batch_size, validation=accuracy,
-                        check_every=self.validation_interval,
-                        n_iter_no_change=self.n_iter_no_change, **options)
-
-    def _on_iteration(self, d, scale):
-        def report(theta, J, n_iter):
-            if self.verbose:
-                print(f"[LDML] iteration {n_iter:6d}  cost {J:.6f}")
-            if self.callback is not None:
-                self.callback(*ldml_loss.unpack(theta * scale, d), n_iter)
-        return report if (self.verbose or self.callback) else None
+            return minimize_projected(objective, theta0, project, **options)
+        return minimize(objective, theta0, solver=solver, **options)
 
     def pair_distance(self, pairs):
         """``d_M(x, y) = (x - y)^T M (x - y)`` with the learned M (eq. 1), shape (n_pairs,);

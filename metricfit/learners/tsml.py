@@ -1,6 +1,5 @@
 """TSML: Triangular Similarity Metric Learning (seed 002, Zheng et al. FG 2015; seed 004)."""
 
-from ..losses import tsml as tsml_loss
 from ._params_doc import SIAMESE_ATTRIBUTES, SIAMESE_PARAMETERS
 from ._siamese import SiameseLearner
 
@@ -31,4 +30,5 @@ class TSML(SiameseLearner):
     (40, 3)
     """
 
-    _loss = tsml_loss
+    def _loss_spec(self):
+        return "triangular", {}

@@ -124,6 +124,7 @@ def index_objective(points, index, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE,
                               chunk_size=chunk_size, validated=validated)
 
 
+SCORE_KIND = "cosine"
 DEFAULTS = {}
 
 

@@ -247,6 +247,7 @@ def index_objective(points, index, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_s
                               A0=A0, chunk_size=chunk_size, validated=validated)
 
 
+SCORE_KIND = "distance"  # minus the squared distance
 DEFAULTS = {"T": 10.0, "tau": 1.0}
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 __all__ = ["embedding_cost_grad", "pair_score", "DEFAULTS"]
 
+SCORE_KIND = "cosine"
 DEFAULTS = {"impostor_target": 0.0}
 
 

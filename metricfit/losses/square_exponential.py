@@ -25,6 +25,7 @@ from ._energy import check_energy, energy_bound, mean_energy_loss, pair_energy_s
 __all__ = ["DECAY", "per_pair", "embedding_cost_grad", "pair_score", "DEFAULTS"]
 
 DECAY = 2.77  # seed 000 eq. 8
+SCORE_KIND = "energy"  # minus E
 DEFAULTS = {"Q": None, "energy": "l1"}
 
 

@@ -29,6 +29,7 @@ from ._energy import check_energy, mean_energy_loss, pair_energy_score
 
 __all__ = ["per_pair", "embedding_cost_grad", "pair_score", "DEFAULTS"]
 
+SCORE_KIND = "energy"  # minus E
 DEFAULTS = {"margin": 1.0, "energy": "l2"}
 
 
