@@ -9,6 +9,9 @@ mapping, loss                 vector pairs (n, 2, d)          index pairs into p
 ``Linear`` + a loss with a    the loss's prepared             the loss's ``index_objective``
 prepared linear form          ``objective`` (TSML's           (project the points once,
 (triangular, cosine, ddml)    ``x + s y``, DDML's ``x - y``)  scatter back, one GEMM)
+``ConvNet``, any loss          :class:`~metricfit.cnn.             :class:`IndexMappedObjective`
+                              SiameseObjective` (one pass of
+                              the stacked ``[X1; X2]`` images)
 any other                     :class:`MappedObjective`        :class:`IndexMappedObjective`
 ============================  ==============================  ===============================
 
@@ -25,7 +28,8 @@ import inspect
 import numpy as np
 
 from .losses import get_loss, ldml, loss_params
-from .mappings import Linear, MappedObjective
+from .cnn.objective import SiameseObjective
+from .mappings import ConvNet, Linear, MappedObjective
 from .mappings.objective import IndexMappedObjective
 from .pairs.index import IndexPairs
 
@@ -75,11 +79,38 @@ def make_objective(loss, mapping, pairs, s, lam=0.0, theta0=None, params=None, f
     if "validated" in inspect.signature(loss.embedding_cost_grad).parameters:
         params["validated"] = True  # the numba losses' own check of their inputs
     cost_grad = functools.partial(loss.embedding_cost_grad, **params)
+    if fast and isinstance(mapping, ConvNet) and not index:
+        images = pairs.reshape(pairs.shape[0], 2, *mapping.input_shape)
+        return Regularised(SiameseObjective(mapping.network, images, s,
+                                            embedding_cost_grad=cost_grad), lam, theta0)
     if index:
         return IndexMappedObjective(cost_grad, mapping, pairs.points, pairs.index, s, lam=lam,
                                     theta0=theta0, validated=True)
     return MappedObjective(cost_grad, mapping, pairs[:, 0], pairs[:, 1], s, lam=lam,
                            theta0=theta0, validated=True)
+
+
+class Regularised:
+    """``f(theta) + lam/2 |theta - theta0|^2`` (and on each mini-batch) for an objective
+    without a regulariser (the convnet's); J and G in the dtype of ``f``'s gradient."""
+
+    def __init__(self, f, lam=0.0, theta0=None):
+        self.f, self.lam, self.theta0 = f, float(lam), theta0
+        self.n_pairs, self.labels = f.n_pairs, f.labels
+
+    def _add(self, theta, J, G):
+        if not self.lam:
+            return J, G
+        diff = np.asarray(theta, dtype=G.dtype).reshape(-1)
+        if self.theta0 is not None:
+            diff = diff - np.asarray(self.theta0, dtype=G.dtype).reshape(-1)
+        return J + 0.5 * self.lam * float(np.vdot(diff, diff)), G + self.lam * diff
+
+    def __call__(self, theta):
+        return self._add(theta, *self.f(theta))
+
+    def batch(self, theta, rows):
+        return self._add(theta, *self.f.batch(theta, rows))
 
 
 def make_metric_objective(pairs, s, lam=0.0):

@@ -111,3 +111,16 @@ def test_unknown_names_and_parameters():
         make_objective("hinge", Linear(36, 3), pairs, s)
     with pytest.raises(ValueError, match="takes no parameter.*margin"):
         make_objective("triangular", Linear(36, 3), pairs, s, params={"margin": 1.0})
+
+
+@pytest.mark.parametrize("loss", ["square_exponential", "contrastive", "triangular"])
+def test_convnet_fast_path_equals_generic_composition(loss):
+    pairs, s = problem(n=10, d=36, seed=6)
+    mapping = mappings(36)["convnet"]
+    theta, theta0 = mapping.init(1), 0.1 * np.random.default_rng(0).normal(size=mapping.n_params)
+    fast = make_objective(loss, mapping, pairs, s, lam=0.3, theta0=theta0)
+    generic = make_objective(loss, mapping, pairs, s, lam=0.3, theta0=theta0, fast=False)
+    assert type(fast) is not type(generic)
+    for (J1, G1), (J2, G2) in [(fast(theta), generic(theta)),
+                               (fast.batch(theta, np.arange(4)), generic.batch(theta, np.arange(4)))]:
+        assert abs(J1 - J2) <= 1e-10 * max(1.0, abs(J2)) and relative_error(G1, G2) < 1e-10

@@ -20,7 +20,7 @@ import functools
 
 import numpy as np
 
-from .loss import embedding_cost_grad
+from .loss import embedding_cost_grad as _seed_000_loss
 
 __all__ = ["SiameseObjective"]
 
@@ -35,16 +35,20 @@ class SiameseObjective:
     s : ndarray of shape (n_pairs,), in {-1, +1}
     chunk_size : int, default=64
         Pairs per forward/backward pass in ``__call__`` (memory bound).
+    embedding_cost_grad : callable, default=None
+        Any pair loss on embeddings ``(a, b, s) -> (J, dJ/da, dJ/db)`` (e.g. a loss of
+        :data:`metricfit.losses.PAIR_LOSSES` with its parameters bound); None:
+        :func:`metricfit.cnn.loss.embedding_cost_grad` with ``loss_params``.
     **loss_params
         Passed to :func:`metricfit.cnn.loss.embedding_cost_grad` (loss, Q, margin, kind).
     """
 
-    def __init__(self, net, pairs, s, chunk_size=64, **loss_params):
+    def __init__(self, net, pairs, s, chunk_size=64, embedding_cost_grad=None, **loss_params):
         self.net, self.pairs = net, pairs
         self.labels = np.asarray(s)
         self.n_pairs = pairs.shape[0]
         self.chunk_size = int(chunk_size)
-        self.loss = functools.partial(embedding_cost_grad, **loss_params)
+        self.loss = embedding_cost_grad or functools.partial(_seed_000_loss, **loss_params)
 
     def batch(self, theta, rows):
         """Mean loss and gradient over the pairs ``rows``; G in the compute dtype."""

@@ -15,10 +15,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, StrOptions, validate_params
-from ..cnn import (ConvNet, NetworkSpec, SiameseObjective, energy, energy_bound, network_spec,
-                   num_threads)
-from ..cnn.loss import ENERGIES, LOSSES
+from ..cnn import ConvNet, NetworkSpec, energy_bound, num_threads
+from ..cnn.loss import ENERGIES
 from ..features._images import check_images
+from ..losses import ALIASES, PAIR_LOSSES, get_loss
+from ..mappings import ConvNet as ConvNetMapping
+from ..objective import make_objective
 from ..optim import minimize
 from ..pairs import check_pair_labels
 from ._base import PairLearnerMixin, validation_accuracy, validation_split
@@ -44,12 +46,18 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
         Feature maps of C1, C3 and C5.
     kernel_sizes : tuple of 2 ints, default=None
         C1 and C3 kernels; None: (7, 6) as in the paper, (3, 2) for images under 28 pixels.
-    loss : {'square_exponential', 'contrastive'}, default='square_exponential'
-        Eq. 8 of seed 000, or DrLIM's ``(1 - Y) E^2 / 2 + Y max(0, margin - E)^2 / 2``.
+    loss : str, default='square_exponential'
+        Eq. 8 of seed 000, or DrLIM's ``(1 - Y) E^2 / 2 + Y max(0, margin - E)^2 / 2``
+        ('contrastive'), or any other pair loss of :data:`metricfit.losses.PAIR_LOSSES`
+        ('triangular', 'cosine', 'ddml', 'square_square', 'signature_cosine'): the convnet
+        is one mapping of the grid. Pairs are scored as the loss says: ``-E`` for the energy
+        losses, the cosine for 'triangular', 'cosine', 'signature_cosine', ``-|a - b|^2`` for
+        'ddml'.
     energy : {'l1', 'l2'}, default='l1'
-        The norm of ``a - b`` (seed 000 argues for L1; DrLIM uses L2).
+        The norm of ``a - b`` (seed 000 argues for L1; DrLIM uses L2), for the energy losses.
     margin : float, default=None
-        Contrastive margin; None: Q / 4, Q the bound of the energy (2 n_components for L1).
+        Margin of 'contrastive' and 'square_square'; None: Q / 4, Q the bound of the energy
+        (2 n_components for L1).
     max_epochs : int, default=30
         Passes over the training pairs (an epoch is ``ceil(n_train / batch_size)`` steps).
     batch_size : int, default=32
@@ -120,13 +128,15 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
     (40, 4)
     """
 
-    _score_kind = "distance"
+    @property
+    def _score_kind(self):
+        return "cosine" if getattr(get_loss(self.loss), "SCORE_KIND", "") == "cosine" else "distance"
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None)],
         "n_maps": ["array-like"],
         "kernel_sizes": ["array-like", None],
-        "loss": [StrOptions(set(LOSSES))],
+        "loss": [StrOptions(set(PAIR_LOSSES) | set(ALIASES))],
         "energy": [StrOptions(set(ENERGIES))],
         "margin": [Interval(Real, 0, None, closed="neither"), None],
         "max_epochs": [Interval(Integral, 1, None)],
@@ -199,13 +209,15 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
         self.input_shape_ = pairs.shape[2:]
         self.input_mean_, self.input_scale_ = float(pairs.mean()), float(pairs.std()) or 1.0
         inputs = self._scaled(pairs)
-        network = ConvNet(network_spec(self.input_shape_, self.n_maps, self.n_components,
-                                       self.kernel_sizes))
+        mapping = ConvNetMapping(self.input_shape_, self.n_components, self.n_maps,
+                                 self.kernel_sizes)
+        network = mapping.network
         self.energy_bound_ = float(energy_bound(self.n_components, self.energy))
         rng = check_random_state(self.random_state)
         theta0 = network.init(rng)
         (train, s_train), validation, held_out = self._split(pairs, inputs, s, validation_data)
-        objective = SiameseObjective(network, train, s_train, **self._loss_params())
+        objective = make_objective(self.loss, mapping, train.reshape(len(train), 2, -1),
+                                   s_train, params=self._loss_params())
         steps = -(-len(s_train) // self.batch_size)  # one epoch
         progress = _Progress(type(self).__name__, steps, self.max_epochs, self.verbose)
         result = minimize(
@@ -235,15 +247,20 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
         return (inputs, s), (self._scaled(held_out), s_val), (held_out, s_val)
 
     def _loss_params(self):
-        return {"loss": self.loss, "kind": self.energy, "Q": self.energy_bound_,
-                "margin": self.margin}
+        """The hyper-parameters the loss takes, among Q, energy and margin (None: Q / 4)."""
+        margin = self.energy_bound_ / 4 if self.margin is None else self.margin
+        offered = {"Q": self.energy_bound_, "energy": self.energy, "margin": margin}
+        return {k: v for k, v in offered.items() if k in get_loss(self.loss).DEFAULTS}
+
+    def _pair_scores(self, a, b):
+        return get_loss(self.loss).pair_score(a, b, **self._loss_params())
 
     def _validation_score(self, network, pairs, s):
         """maxDA of ``-E`` on the held-out pairs, as a function of theta."""
         def score(theta):
             a, b = (network.transform(theta, pairs[:, k], self.inference_batch_size)
                     for k in (0, 1))
-            return validation_accuracy(s, -energy(a, b, self.energy)[0])
+            return validation_accuracy(s, self._pair_scores(a, b))
         return score
 
     # -- inputs ----------------------------------------------------------------------------
@@ -287,13 +304,15 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
         return Z.reshape(*X.shape[:-2], -1)
 
     def pair_distance(self, pairs):
-        """The energy ``E = ||G(x1) - G(x2)||`` of each pair (seed 000 eq. 1), shape (n,)."""
-        embedded = self._embed(self._check_pairs(pairs))  # (n, 2, k)
-        return energy(embedded[:, 0], embedded[:, 1], self.energy)[0]
+        """``-pair_score``: for the energy losses the energy ``E = ||G(x1) - G(x2)||`` of each
+        pair (seed 000 eq. 1), shape (n,)."""
+        return -self.pair_score(pairs)
 
     def pair_score(self, pairs):
-        """``-pair_distance``: higher means more similar."""
-        return -self.pair_distance(pairs)
+        """The loss's score of each pair (``-E`` for the energy losses): higher means more
+        similar, shape (n,)."""
+        embedded = self._embed(self._check_pairs(pairs))  # (n, 2, k)
+        return self._pair_scores(embedded[:, 0], embedded[:, 1])
 
     # -- persistence: arrays and JSON, no pickled code -------------------------------------
 
