@@ -130,7 +130,8 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
 
     @property
     def _score_kind(self):
-        return "cosine" if getattr(get_loss(self.loss), "SCORE_KIND", "") == "cosine" else "distance"
+        kind = getattr(get_loss(self.loss), "SCORE_KIND", "")
+        return "cosine" if kind == "cosine" else "distance"
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None)],

@@ -22,6 +22,9 @@ index
 generation
     :func:`sample_pairs`; :func:`fold_pairs` (pairs within folds, the restricted setting)
     and :func:`unrestricted_pairs` (pairs among training samples, the unrestricted setting).
+neighbourhood
+    :func:`neighbourhood_pairs`: k-NN graph neighbours similar, sampled others dissimilar
+    (DrLIM, seed 003).
 identity, protocols, lfw
     :func:`identity_folds`; the CV splitters over pairs :class:`PredefinedPairFolds`,
     :class:`FoldRotation` (seed 002 III.A) and :class:`IdentityDisjointPairSplit`;
@@ -35,9 +38,11 @@ from .generation import (  # noqa: F401
 from .identity import IdentityDisjointPairSplit, identity_folds
 from .index import IndexPairs, check_pair_input
 from .lfw import lfw_unrestricted_training_pairs, lfw_view2_splitter
+from .neighbourhood import neighbourhood_pairs
 from .protocols import FoldRotation, PredefinedPairFolds
 
 __all__ = [
+    "neighbourhood_pairs",
     "check_pairs",
     "check_points",
     "check_pair_labels",
