@@ -8,7 +8,14 @@ flat parameter vector ``theta``:
 - ``n_params``, ``shapes``; ``init(random_state) -> theta`` (identity / Glorot eq. 13);
 - ``unpack(theta) -> {name: view}``, ``pack(**blocks) -> theta``;
 - ``forward(theta, X) -> (Z, cache)``, ``backward(theta, cache, dZ) -> dtheta``,
-  ``transform(theta, X) -> Z``.
+  ``transform(theta, X) -> Z``;
+- what the estimators need to stay mapping-agnostic: ``fitted_attribute`` and
+  ``as_attribute(theta)`` (``components_`` (k, d) for ``Linear``, the flat ``params_``
+  otherwise), ``regularise_towards_init`` (``Linear``: the penalty pulls towards the start, seed
+  002 eq. 9; others towards 0) and ``is_matrix`` (identity / WCCN starts).
+
+:func:`make_mapping` turns a name ('linear', 'tanh', 'mlp', 'convnet') into a mapping sized to
+the data, with a ValueError listing the choices for an unknown name.
 
 :class:`MappedObjective` composes a mapping with any pair loss's ``embedding_cost_grad``
 (passed in as a callable: this package imports no loss).
