@@ -11,10 +11,11 @@ __version__ = "0.1.0"
 
 from . import metrics, pairs  # noqa: E402
 from .learners import CSML, DDML, LDML, TSML, CosineSimilarity, MkNN, SiameseCNN  # noqa: E402
+from .learners import NCA  # noqa: E402
 from .whitening import WCCN, WPCA  # noqa: E402
 
 __all__ = [
-    "TSML", "CSML", "DDML", "LDML", "MkNN", "CosineSimilarity", "SiameseCNN",
+    "TSML", "CSML", "DDML", "LDML", "MkNN", "CosineSimilarity", "SiameseCNN", "NCA",
     "WCCN", "WPCA", "metrics", "pairs",
     "__version__",
 ]

@@ -5,7 +5,8 @@ from .csml import CSML
 from .ddml import DDML
 from .ldml import LDML
 from .mknn import MkNN
+from .nca import NCA
 from .siamese_cnn import SiameseCNN
 from .tsml import TSML
 
-__all__ = ["TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN", "SiameseCNN"]
+__all__ = ["TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN", "SiameseCNN", "NCA"]
