@@ -221,3 +221,14 @@ def test_bad_parameters_and_transform(rng):
         est.transform(X[:, :4])
     with pytest.raises(ValueError, match="features"):
         est.predict(np.stack([X[:3, :4], X[3:6, :4]], axis=1))
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_linear_fast_form_equals_embedding_route(rng, k):
+    """``2 A (X^T diag(r + c) X - M - M^T)`` (taken when d < 2k) against ``dJ/dZ^T X``."""
+    A, X, y = problem(rng, 45, 6, k, 4)
+    codes = y.astype(np.int64)
+    J, G = nca.cost_grad(A, X, codes, 10)
+    J_z, dZ = nca.cost_grad_embedded(X @ A.T, codes, 10)
+    assert J == pytest.approx(J_z, rel=1e-14)
+    assert relative_error(G, dZ.T @ X) < 1e-12

@@ -55,7 +55,10 @@ For a block B of b rows, one (b, n) buffer holds in turn the Gram block ``Z_B Z^
 the shifted logits ``min_l d_il - d_ij`` (numba), their ``exp`` (NumPy, SIMD) and the weights
 ``w_ij`` (numba); then ``W_B Z`` (GEMM) fills rows B of one (n, k) array and ``W_B^T Z_B`` is
 accumulated into another by BLAS ``gemm`` with ``beta = 1``. Memory is O(b n + n k), never
-n x n; per evaluation: three (n x n x k) GEMMs in total, plus ``dJ/dZ^T X`` for the linear map.
+n x n; per evaluation: three (n x n x k) GEMMs. The linear map has a cheaper algebra when
+d < 2k: ``dJ/dA = 2 A (X^T diag(r + c) X - M - M^T)`` with ``M = X^T W X`` summed as
+``X_B^T (W_B X)``, two (n x n) GEMMs in all (:func:`cost_grad`), as many as scikit-learn's
+n x n computation.
 The softmax is shifted by the row's smallest distance, so ``exp`` never overflows; sums are
 accumulated in float64 also for float32 data.
 """
@@ -65,6 +68,8 @@ import math
 import numpy as np
 from numba import njit
 from scipy.linalg import blas
+
+from ..mappings.linear import Linear
 
 __all__ = ["cost_grad_embedded", "cost_grad", "objective", "default_block_rows"]
 
@@ -134,12 +139,31 @@ def _gemm_accumulate(Acc, S, Z_block):
     return gemm(1.0, S.T, Z_block.T, beta=1.0, c=Acc, trans_b=1, overwrite_c=1)
 
 
+def _weight_blocks(Z, codes, block_rows, p, r, c):
+    """Yield ``(start, stop, W_B)`` for each block of rows, W_B (b, n) the weights
+    ``w_ij = p_ij (m_ij - p_i)`` in a reused buffer; fills p, r (n,) and adds into c (n,)."""
+    n = Z.shape[0]
+    b = block_rows or default_block_rows(n, Z.itemsize)
+    sq_norms = np.einsum("ij,ij->i", Z, Z)  # (n,)
+    buffer = np.empty((min(b, n), n), dtype=Z.dtype)
+    for start in range(0, n, b):
+        stop = min(start + b, n)
+        S = buffer[: stop - start]
+        np.matmul(Z[start:stop], Z.T, out=S)  # (b, n) Gram block
+        shifted_logits(S, sq_norms, start)
+        with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
+            np.exp(S, out=S)  # NumPy's SIMD exp: 2-3x a numba loop in float32
+        neighbour_weights(S, codes, start, p[start:stop], r[start:stop], c)
+        yield start, stop, S
+
+
 def cost_grad_embedded(Z, codes, block_rows=None):
-    r"""NCA's ``J = -sum_i p_i`` and ``dJ/dZ`` from embeddings (module docstring).
+    r"""NCA's ``J = -sum_i p_i`` and ``dJ/dZ = 2 (diag(r + c) Z - W Z - W^T Z)`` from
+    embeddings (module docstring): three (n x n x k) GEMMs, a block of rows at a time.
 
     Parameters
     ----------
-    Z : ndarray of shape (n_samples, n_components), float32 or float64, C-contiguous
+    Z : ndarray of shape (n_samples, n_components), float32 or float64
         The embedded points.
     codes : ndarray of shape (n_samples,), int64
         Identity codes (equal codes = same identity).
@@ -153,22 +177,12 @@ def cost_grad_embedded(Z, codes, block_rows=None):
     """
     Z = np.ascontiguousarray(Z)
     n, k = Z.shape
-    b = block_rows or default_block_rows(n, Z.itemsize)
-    sq_norms = np.einsum("ij,ij->i", Z, Z)  # (n,)
-    buffer = np.empty((min(b, n), n), dtype=Z.dtype)
     WZ = np.empty_like(Z)  # rows of W Z, (n, k)
     WtZ = np.zeros((n, k), dtype=Z.dtype, order="F")  # W^T Z, accumulated (n, k)
     p, r, c = np.empty(n), np.empty(n), np.zeros(n)
-    for start in range(0, n, b):
-        stop = min(start + b, n)
-        S = buffer[: stop - start]
-        np.matmul(Z[start:stop], Z.T, out=S)  # (b, n) Gram block
-        shifted_logits(S, sq_norms, start)
-        with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
-            np.exp(S, out=S)  # NumPy's SIMD exp: 2-3x a numba loop in float32
-        neighbour_weights(S, codes, start, p[start:stop], r[start:stop], c)
-        np.matmul(S, Z, out=WZ[start:stop])  # (b, k)
-        WtZ = _gemm_accumulate(WtZ, S, Z[start:stop])
+    for start, stop, W in _weight_blocks(Z, codes, block_rows, p, r, c):
+        np.matmul(W, Z, out=WZ[start:stop])  # (b, k)
+        WtZ = _gemm_accumulate(WtZ, W, Z[start:stop])
     dZ = (r + c).astype(Z.dtype)[:, None] * Z
     dZ -= WZ
     dZ -= WtZ
@@ -177,7 +191,20 @@ def cost_grad_embedded(Z, codes, block_rows=None):
 
 
 def cost_grad(A, X, codes, block_rows=None):
-    """Linear NCA: ``J(A)`` and ``dJ/dA`` (k, d) for ``Z = X A^T``.
+    r"""Linear NCA: ``J(A)`` and ``dJ/dA`` (k, d) for ``Z = X A^T``.
+
+    With ``M = X^T W X`` (d, d), the gradient is the slide's shape,
+
+    .. math::
+
+        \frac{\partial J}{\partial A} = (\partial J / \partial Z)^T X
+            = 2 A \big(X^T \operatorname{diag}(r + c) X - M - M^T\big),
+
+    as :math:`Z^T W X = A M` and :math:`Z^T W^T X = A M^T`. ``M`` is summed block by block
+    (``X_B^T (W_B X)``): two (n x n) GEMMs per evaluation (the Gram block, ``W_B X``) where
+    :func:`cost_grad_embedded` needs three. Taken when ``d < 2k``; otherwise the product
+    ``W_B X`` (n^2 d) would cost more than ``W Z`` and ``W^T Z`` (2 n^2 k), and the gradient
+    goes through ``dJ/dZ``.
 
     Parameters
     ----------
@@ -192,13 +219,28 @@ def cost_grad(A, X, codes, block_rows=None):
     G : ndarray of shape (n_components, n_features)
     """
     Z = X @ A.T  # (n, k)
-    J, dZ = cost_grad_embedded(Z, codes, block_rows)
-    return J, dZ.T @ X  # (k, d)
+    k, d = A.shape
+    if d >= 2 * k:
+        J, dZ = cost_grad_embedded(Z, codes, block_rows)
+        return J, dZ.T @ X  # (k, d)
+    n = X.shape[0]
+    M = np.zeros((d, d), dtype=Z.dtype)
+    WX = np.empty((min(block_rows or n, n), d), dtype=Z.dtype)
+    p, r, c = np.empty(n), np.empty(n), np.zeros(n)
+    for start, stop, W in _weight_blocks(Z, codes, block_rows, p, r, c):
+        rows = WX[: stop - start]
+        np.matmul(W, X, out=rows)  # (b, d)
+        M += X[start:stop].T @ rows  # (d, d)
+    D = (X.T * (r + c).astype(X.dtype)) @ X  # X^T diag(r + c) X, (d, d)
+    D -= M
+    D -= M.T
+    return -math.fsum(p), 2 * (A @ D)  # (k, d)
 
 
 def objective(mapping, X, codes, block_rows=None):
     """``f(theta) -> (J, dJ/dtheta)`` for NCA through any mapping (``forward`` / ``backward``
-    on a flat theta), computed in X's dtype.
+    on a flat theta), computed in X's dtype. A :class:`metricfit.mappings.Linear` mapping
+    takes :func:`cost_grad` (the ``2 A (...)`` form when it is cheaper).
 
     Parameters
     ----------
@@ -211,6 +253,15 @@ def objective(mapping, X, codes, block_rows=None):
     -------
     f : callable
     """
+    if isinstance(mapping, Linear):
+        shape = (mapping.n_components, mapping.n_features)
+
+        def f_linear(theta):
+            J, G = cost_grad(np.asarray(theta, dtype=X.dtype).reshape(shape), X, codes,
+                             block_rows)
+            return J, G.ravel()
+
+        return f_linear
 
     def f(theta):
         theta = np.asarray(theta, dtype=X.dtype)
