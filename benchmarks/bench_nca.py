@@ -10,8 +10,8 @@ Per L-BFGS iteration, the same number of iterations from the same start (identit
 scikit-learn runs in float64 (its default); metricfit in float64 and float32. Rounds alternate
 the estimators so noise hits all alike; the table gives medians and the paired ratio (median
 of per-round ratios). Also: the float64 trajectories are compared (same matrices after the
-same iterations), one cost-and-gradient evaluation against its GEMM bound (the same five
-products, 3 n^2 k + 2 n k d multiply-adds, timed alone), the numba compile time (empty cache,
+same iterations), one cost-and-gradient evaluation against its GEMM bound (the products
+of the linear path, n^2 k + n^2 d + O(n d^2) multiply-adds, timed alone), the numba compile time (empty cache,
 subprocess), and peak RSS (``ru_maxrss`` of a subprocess) of a 20,000 x 100 fit.
 
     python benchmarks/bench_nca.py [--iters 10] [--lfw-iters 3] [--rounds 3] [--threads 1] [--no-lfw]
@@ -143,22 +143,23 @@ def median_time(fn, repeats):
 
 
 def evaluation_vs_bound(X, y, dtype, repeats=5):
-    """One cost-and-gradient call at A = I against its five GEMMs alone (the bound)."""
+    """One cost-and-gradient call at A = I against the GEMMs of the linear path alone (the
+    bound): ``Z = X A^T``, the Gram ``Z Z^T``, ``W X``, ``X^T (W X)``, ``X^T diag(v) X``."""
     from metricfit.losses import nca
 
     X = X.astype(dtype)
     codes = np.unique(y, return_inverse=True)[1].astype(np.int64)
     A = np.eye(X.shape[1], dtype=dtype)
-    Z = X @ A.T
     W = np.ones((X.shape[0], X.shape[0]), dtype=dtype)  # stands for the n x n weights
+    v = np.ones(X.shape[0], dtype=dtype)
     nca.cost_grad(A, X, codes)
 
     def bound():
         Z = X @ A.T
         Z @ Z.T
-        W @ Z
-        W.T @ Z
-        Z.T @ X
+        WX = W @ X
+        X.T @ WX
+        (X.T * v) @ X
 
     t_eval = median_time(lambda: nca.cost_grad(A, X, codes), repeats)
     t_bound = median_time(bound, repeats)

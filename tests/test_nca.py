@@ -8,6 +8,7 @@ import pytest
 from scipy.special import softmax
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import NeighborhoodComponentsAnalysis
 
 from metricfit import NCA
@@ -141,7 +142,9 @@ def test_fit_verifies_unseen_identities(rng, dtype):
     Xt, yt = X[test], y[test]
     i, j = np.triu_indices(yt.size, 1)
     pairs, s = np.stack([Xt[i], Xt[j]], axis=1), np.where(yt[i] == yt[j], 1, -1)
-    assert est.score(pairs, s) > 0.9
+    assert roc_auc_score(s, est.pair_score(pairs)) > 0.9
+    balanced = np.concatenate([np.flatnonzero(s == 1), np.flatnonzero(s == -1)[:150]])
+    assert est.score(pairs[balanced], s[balanced]) > 0.8  # threshold_ from training pairs
     assert est.decision_function(pairs).shape == (i.size,)
     np.testing.assert_allclose(est.pair_score(pairs),
                                -np.sum((Xt[i] @ est.components_.T
@@ -232,3 +235,15 @@ def test_linear_fast_form_equals_embedding_route(rng, k):
     J_z, dZ = nca.cost_grad_embedded(X @ A.T, codes, 10)
     assert J == pytest.approx(J_z, rel=1e-14)
     assert relative_error(G, dZ.T @ X) < 1e-12
+
+
+def test_calibration_pairs_are_labelled_right(rng):
+    from metricfit.learners.nca import calibration_pairs
+
+    codes = np.concatenate([[0, 0, 0], np.arange(1, 50), [50, 50]])  # few repeated identities
+    rng_state = np.random.RandomState(3)
+    pairs, s = calibration_pairs(codes, 300, rng_state)
+    same = codes[pairs[:, 0]] == codes[pairs[:, 1]]
+    assert (pairs[:, 0] != pairs[:, 1]).all()
+    np.testing.assert_array_equal(np.where(same, 1, -1), s)
+    assert set(np.unique(pairs[s == 1])) == {0, 1, 2, 52, 53}

@@ -20,11 +20,10 @@ from ..losses import nca
 from ..mappings import MAPPINGS
 from ..metrics import calibrate_threshold
 from ..optim import minimize
-from ..pairs import check_pairs, check_points, sample_pairs
+from ..pairs import check_pairs, check_points
 from ._base import PairLearnerMixin
 
 N_CALIBRATION_PAIRS = 2000  # similar and as many dissimilar training pairs for threshold_
-MAX_CALIBRATION_POINTS = 3000
 
 
 def check_identity_labels(y, n_samples):
@@ -44,6 +43,30 @@ def check_identity_labels(y, n_samples):
         raise ValueError("NCA needs an identity with two points or more (every point of y "
                          "has its own identity: no neighbour can share it).")
     return codes.astype(np.int64)
+
+
+def calibration_pairs(codes, n_pairs, rng):
+    """``n_pairs`` similar and ``n_pairs`` dissimilar index pairs (n, 2) drawn with
+    replacement in O(n + n_pairs) (no enumeration of the n^2 pairs), and their labels.
+
+    A similar pair is a point of an identity with two points or more and another point of
+    its identity; a dissimilar pair two uniform points of different identities.
+    """
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    first = order[rng.choice(np.flatnonzero(counts[codes[order]] >= 2), n_pairs)]
+    c = codes[first]
+    position = np.empty(codes.size, dtype=np.int64)
+    position[order] = np.arange(codes.size) - starts[codes[order]]  # rank within identity
+    shift = rng.randint(1, counts[c])  # another member: a cyclic shift of 1..count-1
+    second = order[starts[c] + (position[first] + shift) % counts[c]]
+    dissimilar = np.empty((0, 2), dtype=np.int64)
+    while dissimilar.shape[0] < n_pairs:
+        draw = rng.randint(0, codes.size, size=(2 * n_pairs, 2))
+        dissimilar = np.concatenate([dissimilar, draw[codes[draw[:, 0]] != codes[draw[:, 1]]]])
+    pairs = np.concatenate([np.column_stack([first, second]), dissimilar[:n_pairs]])
+    return pairs, np.repeat([1, -1], n_pairs)
 
 
 class NCA(PairLearnerMixin, BaseEstimator):
@@ -101,8 +124,8 @@ class NCA(PairLearnerMixin, BaseEstimator):
         J at the solution (minus the expected number of correctly picked neighbours).
     n_iter_ : int
     threshold_ : float
-        On :meth:`pair_score`, calibrated for accuracy on up to 2000 similar and 2000
-        dissimilar training pairs (fixed seed, among at most 3000 points).
+        On :meth:`pair_score`, calibrated for accuracy on 2000 similar and 2000
+        dissimilar training pairs drawn with a fixed seed (with replacement).
     classes_ : ndarray, [-1, 1]
     n_features_in_ : int
 
@@ -180,7 +203,7 @@ class NCA(PairLearnerMixin, BaseEstimator):
         self._unpack(mapping, result.x.astype(X.dtype))
         self.objective_, self.n_iter_ = float(result.fun), int(result.nit)
         self.classes_ = np.array([-1, 1])
-        pairs, s = self._calibration_pairs(codes)
+        pairs, s = calibration_pairs(codes, N_CALIBRATION_PAIRS, np.random.RandomState(0))
         self.threshold_ = float(calibrate_threshold(s, self.pair_score(X[pairs])))
         return self
 
@@ -243,20 +266,6 @@ class NCA(PairLearnerMixin, BaseEstimator):
 
     def _theta(self):
         return self.components_.ravel() if self.mapping == "linear" else self.params_
-
-    @staticmethod
-    def _calibration_pairs(codes):
-        rng = np.random.RandomState(0)
-        subset = np.arange(codes.size)
-        if codes.size > MAX_CALIBRATION_POINTS:
-            subset = np.sort(rng.choice(codes.size, MAX_CALIBRATION_POINTS, replace=False))
-        pairs, s = sample_pairs(codes[subset], N_CALIBRATION_PAIRS, N_CALIBRATION_PAIRS,
-                                random_state=rng)
-        if np.unique(s).size < 2:  # the sampled points lack a similar pair: use them all
-            pairs, s = sample_pairs(codes, N_CALIBRATION_PAIRS, N_CALIBRATION_PAIRS,
-                                    random_state=rng)
-            return pairs, s
-        return subset[pairs], s
 
     def _check_pairs(self, pairs, reject_zero=False):
         """Zero vectors are fine: pairs are scored by a distance."""
