@@ -10,12 +10,15 @@ Per L-BFGS iteration, the same number of iterations from the same start (identit
 scikit-learn runs in float64 (its default); metricfit in float64 and float32. Rounds alternate
 the estimators so noise hits all alike; the table gives medians and the paired ratio (median
 of per-round ratios). Also: the float64 trajectories are compared (same matrices after the
-same iterations), one cost-and-gradient evaluation against its GEMM bound (the products
-of the linear path, n^2 k + n^2 d + O(n d^2) multiply-adds, timed alone), the numba compile time (empty cache,
-subprocess), and peak RSS (``ru_maxrss`` of a subprocess) of a 20,000 x 100 fit.
+same iterations), one cost-and-gradient evaluation against its GEMM bound (the products of
+the linear path, n^2 k + n^2 d + O(n d^2) multiply-adds, timed alone), the numba compile time
+(empty cache, subprocess), and the peak RSS (VmHWM) of a fresh subprocess fitting 20,000 x 100
+points.
 
-    python benchmarks/bench_nca.py [--iters 10] [--lfw-iters 3] [--rounds 3] [--threads 1] [--no-lfw]
-        [--no-memory] [--json benchmarks/results/bench_nca.json]
+    python benchmarks/bench_nca.py [--iters 10] [--lfw-iters 3] [--rounds 3] [--threads 1]
+        [--no-lfw] [--no-memory | --memory-only] [--json benchmarks/results/bench_nca.json]
+
+(``--memory-only`` writes ``bench_nca_memory.json`` unless ``--json`` is given.)
 
 The machine is shared: read the ratios of one run, not absolute times across runs.
 """
@@ -39,21 +42,31 @@ MEMORY_SNIPPET = r"""
 import json, resource, sys, time, warnings
 import numpy as np
 from metricfit import NCA
+
+
+def high_water_mb():
+    # VmHWM: this process's peak RSS (ru_maxrss would carry the parent's peak over exec)
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 n, d, n_ids, iters = 20000, 100, 2000, int(sys.argv[1])
 rng = np.random.default_rng(0)
 y = rng.integers(0, n_ids, size=n)
 X = rng.normal(size=(n_ids, d))[y] + rng.normal(size=(n, d))
 X /= np.sqrt(2 * d)
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = high_water_mb()
 t0 = time.perf_counter()
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     est = NCA(init="identity", max_iter=iters, tol=0.0).fit(X, y)
 seconds = time.perf_counter() - t0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"n": n, "d": d, "n_identities": n_ids, "iterations": est.n_iter_,
-                  "fit_seconds": seconds, "rss_before_fit_mb": base / 1024,
-                  "peak_rss_mb": peak / 1024}))
+                  "fit_seconds": seconds, "peak_rss_before_fit_mb": base,
+                  "peak_rss_mb": high_water_mb()}))
 """
 
 COMPILE_SNIPPET = r"""
@@ -235,6 +248,7 @@ def main(argv=None):
     p.add_argument("--memory-iters", type=int, default=1)
     p.add_argument("--no-lfw", action="store_true")
     p.add_argument("--no-memory", action="store_true")
+    p.add_argument("--memory-only", action="store_true")
     p.add_argument("--json", type=Path, default=DEFAULT_JSON)
     args = p.parse_args(argv)
 
@@ -251,6 +265,15 @@ def main(argv=None):
     log(f"numpy {env['numpy']}, scipy {env['scipy']}, scikit-learn {env['sklearn']}, numba "
         f"{env['numba']}; {env['cpu_count']} CPUs, load average {env['load_average']}")
 
+    if args.memory_only:
+        memory = run_snippet(MEMORY_SNIPPET, args.memory_iters, env=child_env(args.threads))
+        log(f"memory, 20,000 x 100 float64 fit ({args.memory_iters} iterations): {memory}")
+        path = args.json if args.json != DEFAULT_JSON else DEFAULT_JSON.with_name(
+            "bench_nca_memory.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"environment": env, "memory": memory}, indent=2,
+                                   allow_nan=False))
+        return log(f"JSON: {path}")
     with tempfile.TemporaryDirectory() as cache:
         compile_s = run_snippet(COMPILE_SNIPPET, env=child_env(args.threads,
                                                                NUMBA_CACHE_DIR=cache))
