@@ -52,7 +52,8 @@ slide's form costs O(n^2 d^2); the form through ``dJ/dZ`` costs O(n^2 k + n k d)
 Memory: blocks of rows
 ----------------------
 For a block B of b rows, one (b, n) buffer holds in turn the Gram block ``Z_B Z^T`` (GEMM),
-the shifted logits ``min_l d_il - d_ij`` (numba), their ``exp`` (NumPy, SIMD) and the weights
+the shifted logits ``min_l d_il - d_ij`` (numba), their ``exp`` (NumPy: SIMD in float32;
+in float64 only on AVX-512 hosts) and the weights
 ``w_ij`` (numba); then ``W_B Z`` (GEMM) fills rows B of one (n, k) array and ``W_B^T Z_B`` is
 accumulated into another by BLAS ``gemm`` with ``beta = 1``. Memory is O(b n + n k), never
 n x n; per evaluation: three (n x n x k) GEMMs. The linear map has a cheaper algebra when
