@@ -54,3 +54,24 @@ def central_differences(f, A, eps=1e-6):
 def relative_error(G, num):
     """||G - num|| / ||num||, floored at 1e-8 where the true gradient is 0 (CSML with k = 1)."""
     return np.linalg.norm(np.ravel(G) - np.ravel(num)) / max(np.linalg.norm(num), 1e-8)
+
+
+def nca_cost_grad_ref(A, X, y):
+    """Seed 003's NCA slides, point by point: ``p_ij`` by the softmax over ``k != i``,
+    ``J = -sum_i sum_{j in C_i} p_ij`` and ``dJ/dA = -2A sum_i (p_i sum_k p_ik x_ik x_ik^T
+    - sum_{j in C_i} p_ij x_ij x_ij^T)`` (minus the slide's gradient of f)."""
+    n = X.shape[0]
+    J, S = 0.0, np.zeros((X.shape[1], X.shape[1]))
+    for i in range(n):
+        others = [k for k in range(n) if k != i]
+        logits = np.array([-np.sum((A @ (X[i] - X[k])) ** 2) for k in others])
+        p = np.exp(logits - logits.max())
+        p /= p.sum()
+        p_i = sum(p_ik for k, p_ik in zip(others, p) if y[k] == y[i])
+        J -= p_i
+        for k, p_ik in zip(others, p):
+            x_ik = X[i] - X[k]
+            S += p_i * p_ik * np.outer(x_ik, x_ik)
+            if y[k] == y[i]:
+                S -= p_ik * np.outer(x_ik, x_ik)
+    return J, -2 * A @ S

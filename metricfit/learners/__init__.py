@@ -6,7 +6,9 @@ from .ddml import DDML
 from .ldml import LDML
 from .mknn import MkNN
 from ._siamese import Siamese
+from .nca import NCA
 from .siamese_cnn import SiameseCNN
 from .tsml import TSML
 
-__all__ = ["Siamese", "TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN", "SiameseCNN"]
+__all__ = ["Siamese", "TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN", "NCA",
+           "SiameseCNN"]

@@ -1,0 +1,283 @@
+"""NCA: Neighbourhood Components Analysis, linear or through a non-linear mapping (seed 003).
+
+``fit`` takes labelled *points* (like :class:`metricfit.MkNN`) and reads like the method:
+validate, start, minimise :func:`metricfit.losses.nca.objective` with L-BFGS, unpack, then
+calibrate ``threshold_`` on training pairs. Pairs are scored through the shared pair API by
+minus the squared distance of their embeddings.
+"""
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import Interval, StrOptions, validate_params
+from ..losses import nca
+from ..mappings import MAPPINGS
+from ..metrics import calibrate_threshold
+from ..optim import minimize
+from ..pairs import check_pairs, check_points
+from ._base import PairLearnerMixin
+
+N_CALIBRATION_PAIRS = 2000  # similar and as many dissimilar training pairs for threshold_
+
+
+def check_identity_labels(y, n_samples):
+    """Identity codes (n_samples,) int64 from labels of any values; at least two identities
+    and one identity with two points (else NCA's objective is constant)."""
+    y = np.asarray(y)
+    if y.shape != (n_samples,):
+        raise ValueError(f"y must have shape (n_samples,) = ({n_samples},), got {y.shape}.")
+    if y.dtype.kind in "fc" and not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinity.")
+    if y.dtype.kind == "O" and any(v is None for v in y):
+        raise ValueError("y contains None.")
+    identities, codes = np.unique(y, return_inverse=True)
+    if identities.size < 2:
+        raise ValueError(f"NCA needs at least two identities in y, got {identities.size}.")
+    if np.bincount(codes).max() < 2:
+        raise ValueError("NCA needs an identity with two points or more (every point of y "
+                         "has its own identity: no neighbour can share it).")
+    return codes.astype(np.int64)
+
+
+def calibration_pairs(codes, n_pairs, rng):
+    """``n_pairs`` similar and ``n_pairs`` dissimilar index pairs (n, 2) drawn with
+    replacement in O(n + n_pairs) (no enumeration of the n^2 pairs), and their labels.
+
+    A similar pair is a point of an identity with two points or more and another point of
+    its identity; a dissimilar pair two uniform points of different identities.
+    """
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    first = order[rng.choice(np.flatnonzero(counts[codes[order]] >= 2), n_pairs)]
+    c = codes[first]
+    position = np.empty(codes.size, dtype=np.int64)
+    position[order] = np.arange(codes.size) - starts[codes[order]]  # rank within identity
+    shift = rng.randint(1, counts[c])  # another member: a cyclic shift of 1..count-1
+    second = order[starts[c] + (position[first] + shift) % counts[c]]
+    dissimilar = np.empty((0, 2), dtype=np.int64)
+    while dissimilar.shape[0] < n_pairs:
+        draw = rng.randint(0, codes.size, size=(2 * n_pairs, 2))
+        dissimilar = np.concatenate([dissimilar, draw[codes[draw[:, 0]] != codes[draw[:, 1]]]])
+    pairs = np.concatenate([np.column_stack([first, second]), dissimilar[:n_pairs]])
+    return pairs, np.repeat([1, -1], n_pairs)
+
+
+class NCA(PairLearnerMixin, BaseEstimator):
+    r"""Neighbourhood Components Analysis (Goldberger et al. 2004, seed 003): the mapping
+    that maximises the expected number of points whose softmax-picked neighbour shares
+    their identity.
+
+    Point i picks j with :math:`p_{ij} = \exp(-\|f(x_i) - f(x_j)\|^2) / \sum_{l \ne i}
+    \exp(-\|f(x_i) - f(x_l)\|^2)`; NCA minimises :math:`J = -\sum_i \sum_{j \in C_i}
+    p_{ij}` (the gradient is derived in :mod:`metricfit.losses.nca`). ``mapping='linear'``
+    is seed 003's linear NCA (``f(x) = A x``, scikit-learn's objective exactly);
+    ``'mlp'`` (or ``'tanh'``) is the non-linear NCA of the slides (Salakhutdinov & Hinton
+    2007, without the RBM pre-training). The cost and gradient work in blocks of rows:
+    memory O(block_rows x n), never n x n.
+
+    Pairs (also of identities never seen in training) are scored by
+    ``-||f(x) - f(y)||^2`` (:meth:`pair_score`); ``predict`` compares with ``threshold_``.
+
+    Parameters
+    ----------
+    n_components : int, default=None
+        k, the embedding dimension (None: n_features). At most n_features for 'linear'.
+    mapping : {'linear', 'mlp', 'tanh'}, default='linear'
+        The map f (:mod:`metricfit.mappings`).
+    n_hidden : int, default=None
+        Hidden units of 'mlp' (None: n_components).
+    init : {'auto', 'identity', 'pca'} or array, default='auto'
+        Linear: 'auto' is 'pca' when k < d, else 'identity' (the first k rows of I);
+        'pca' the top-k principal axes; an array of shape (k, d). Non-linear: 'auto' draws
+        Glorot-uniform weights from ``random_state``; an array is a flat parameter vector.
+    max_iter : int, default=50
+        L-BFGS iterations (scikit-learn's default).
+    tol : float, default=1e-5
+        Gradient tolerance of L-BFGS-B.
+    block_rows : int, default=None
+        Rows per block of the cost and gradient (None: a ~32 MiB (b, n) buffer).
+    random_state : None, int or RandomState, default=None
+        Glorot start of a non-linear mapping, PCA's solver.
+    verbose : int, default=0
+        Print the cost at each iteration.
+    callback : callable, default=None
+        ``callback(params, n_iter)`` after each iteration (params: (k, d) matrix or flat
+        vector).
+    preprocessor : array-like of shape (n_points, n_features), default=None
+        Points that the pair methods may take index pairs (n_pairs, 2) into.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        A (linear mapping only).
+    params_ : ndarray of shape (n_params,)
+        Flat parameters (non-linear mappings only).
+    mapping_ : metricfit.mappings.Mapping
+    objective_ : float
+        J at the solution (minus the expected number of correctly picked neighbours).
+    n_iter_ : int
+    threshold_ : float
+        On :meth:`pair_score`, calibrated for accuracy on 2000 similar and 2000
+        dissimilar training pairs drawn with a fixed seed (with replacement).
+    classes_ : ndarray, [-1, 1]
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit import NCA
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat(np.arange(10), 5)
+    >>> X = 3 * rng.normal(size=(10, 4))[y] + rng.normal(size=(50, 4))
+    >>> est = NCA(n_components=2).fit(X, y)
+    >>> est.transform(X).shape
+    (50, 2)
+    >>> pairs = np.stack([X[[0, 0]], X[[1, 10]]], axis=1)  # same identity, then not
+    >>> est.predict(pairs)
+    array([ 1, -1])
+    """
+
+    _score_kind = "distance"
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None), None],
+        "mapping": [StrOptions(set(MAPPINGS))],
+        "n_hidden": [Interval(Integral, 1, None), None],
+        "init": [StrOptions({"auto", "identity", "pca"}), "array-like"],
+        "max_iter": [Interval(Integral, 1, None)],
+        "tol": [Interval(Real, 0, None)],
+        "block_rows": [Interval(Integral, 1, None), None],
+        "random_state": ["random_state"],
+        "verbose": [Interval(Integral, 0, None), "boolean"],
+        "callback": [callable, None],
+        "preprocessor": ["array-like", None],
+    }
+
+    def __init__(self, n_components=None, *, mapping="linear", n_hidden=None, init="auto",
+                 max_iter=50, tol=1e-5, block_rows=None, random_state=None, verbose=0,
+                 callback=None, preprocessor=None):
+        self.n_components = n_components
+        self.mapping = mapping
+        self.n_hidden = n_hidden
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.block_rows = block_rows
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+        self.preprocessor = preprocessor
+
+    def fit(self, X, y):
+        """Learn the mapping from points with identity labels; calibrate ``threshold_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            float32 is kept (the cost and gradient are then computed in float32).
+        y : array-like of shape (n_samples,)
+            Identity labels (any values; two identities at least, one with two points).
+
+        Returns
+        -------
+        self
+        """
+        validate_params(self)
+        X = check_points(X)
+        codes = check_identity_labels(y, X.shape[0])
+        self.n_features_in_ = X.shape[1]
+        mapping = self._make_mapping()
+        theta0 = self._initial_params(mapping, X)
+        objective = nca.objective(mapping, X, codes, self.block_rows)
+        result = minimize(objective, theta0, solver="lbfgs", max_iter=self.max_iter,
+                          tol=self.tol, callback=self._on_iteration())
+        if not result.success:
+            warnings.warn(f"[NCA] L-BFGS did not converge after {result.nit} iterations: "
+                          f"{result.message}. Increase max_iter or tol.", ConvergenceWarning)
+        self._unpack(mapping, result.x.astype(X.dtype))
+        self.objective_, self.n_iter_ = float(result.fun), int(result.nit)
+        self.classes_ = np.array([-1, 1])
+        pairs, s = calibration_pairs(codes, N_CALIBRATION_PAIRS, np.random.RandomState(0))
+        self.threshold_ = float(calibrate_threshold(s, self.pair_score(X[pairs])))
+        return self
+
+    def _make_mapping(self):
+        d = self.n_features_in_
+        k = d if self.n_components is None else self.n_components
+        if self.mapping == "linear" and k > d:
+            raise ValueError(f"n_components={k} must be <= n_features={d} for mapping='linear'.")
+        if self.mapping == "mlp":
+            return MAPPINGS["mlp"](d, self.n_hidden or k, k)
+        return MAPPINGS[self.mapping](d, k)
+
+    def _initial_params(self, mapping, X):
+        init = self.init
+        if not isinstance(init, str):
+            return self._array_init(mapping).astype(X.dtype)
+        if self.mapping != "linear":
+            if init != "auto":
+                raise ValueError(f"init={init!r} needs mapping='linear'; use 'auto' or an array.")
+            return mapping.init(self.random_state).astype(X.dtype)
+        if init == "auto":
+            init = "pca" if mapping.n_components < mapping.n_features else "identity"
+        if init == "pca":
+            pca = PCA(n_components=mapping.n_components, random_state=self.random_state)
+            return pca.fit(X).components_.ravel().astype(X.dtype)
+        return mapping.init().astype(X.dtype)
+
+    def _array_init(self, mapping):
+        theta = np.asarray(self.init, dtype=np.float64)
+        expected = ((mapping.n_components, mapping.n_features) if self.mapping == "linear"
+                    else (mapping.n_params,))
+        if theta.shape != expected:
+            raise ValueError(f"init must have shape {expected} for mapping={self.mapping!r}, "
+                             f"got {theta.shape}.")
+        if not np.isfinite(theta).all():
+            raise ValueError("init contains NaN or infinity.")
+        return theta.ravel()
+
+    def _on_iteration(self):
+        if not (self.verbose or self.callback):
+            return None
+
+        def report(theta, J, n_iter):
+            if self.verbose:
+                print(f"[NCA] iteration {n_iter:6d}  cost {J:.6f}")
+            if self.callback is not None:
+                linear = self.mapping == "linear"
+                self.callback(theta.reshape(-1, self.n_features_in_) if linear else theta, n_iter)
+
+        return report
+
+    def _unpack(self, mapping, theta):
+        self.mapping_ = mapping
+        if self.mapping == "linear":
+            self.components_ = theta.reshape(mapping.n_components, mapping.n_features)
+            self.__dict__.pop("params_", None)
+        else:
+            self.params_ = theta
+            self.__dict__.pop("components_", None)
+
+    def _theta(self):
+        return self.components_.ravel() if self.mapping == "linear" else self.params_
+
+    def _check_pairs(self, pairs, reject_zero=False):
+        """Zero vectors are fine: pairs are scored by a distance."""
+        return super()._check_pairs(pairs, reject_zero=False)
+
+    def transform(self, X):
+        """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k)."""
+        check_is_fitted(self)
+        X = np.asarray(X)
+        if X.ndim == 3:
+            X = check_pairs(X, n_features=self.n_features_in_)
+        else:
+            X = check_points(X, n_features=self.n_features_in_)
+        flat = X.reshape(-1, X.shape[-1])
+        return self.mapping_.transform(self._theta(), flat).reshape(*X.shape[:-1], -1)

@@ -1,0 +1,273 @@
+r"""Neighbourhood Components Analysis (NCA) cost and gradient, a block of rows at a time.
+
+Seed 003 (LeCun, *Learning Similarity Metrics*, slides "Neighborhood Component Analysis",
+after Goldberger, Roweis, Hinton & Salakhutdinov, NIPS 2004). With embeddings
+``z_i = f(x_i)`` (linear: ``z_i = A x_i``) and squared distances
+``d_ij = ||z_i - z_j||^2``, point i picks j as its neighbour with the softmax
+
+.. math::
+
+    p_{ij} = \frac{\exp(-d_{ij})}{\sum_{l \ne i} \exp(-d_{il})}, \qquad p_{ii} = 0,
+
+and the objective is the expected number of points whose picked neighbour has their identity,
+:math:`f = \sum_i p_i` with :math:`p_i = \sum_{j \in C_i} p_{ij}` (C_i: the other points of
+i's identity). We *minimise* ``J = -f`` (scikit-learn's ``NeighborhoodComponentsAnalysis``
+minimises the same ``-f``, unnormalised, so the two agree number for number).
+
+The gradient, derived by hand
+-----------------------------
+Write :math:`m_{ij} = [c_i = c_j]` (0 on the diagonal). From
+:math:`\partial \log p_{il} / \partial d_{ij} = -\delta_{lj} + p_{ij}`,
+
+.. math::
+
+    \frac{\partial p_i}{\partial d_{ij}} = \sum_l m_{il} p_{il} (p_{ij} - \delta_{lj})
+        = -p_{ij} (m_{ij} - p_i),
+    \qquad
+    w_{ij} := \frac{\partial J}{\partial d_{ij}} = p_{ij} (m_{ij} - p_i).
+
+Each row of W sums to zero (:math:`\sum_j w_{ij} = p_i - p_i \sum_j p_{ij} = 0`), which the
+code does not rely on. Since :math:`\partial d_{ij} / \partial z_i = 2 (z_i - z_j)` and
+:math:`\partial d_{ij} / \partial z_j = -2 (z_i - z_j)`,
+
+.. math::
+
+    \frac{\partial J}{\partial z_i} = 2 \sum_j (w_{ij} + w_{ji}) (z_i - z_j), \qquad
+    \frac{\partial J}{\partial Z} = 2 \big(\operatorname{diag}(r + c) Z - W Z - W^T Z\big),
+
+with the row sums ``r = W 1`` and column sums ``c = W^T 1``. For the linear map,
+:math:`\partial J / \partial A = (\partial J / \partial Z)^T X`, i.e.
+
+.. math::
+
+    \frac{\partial J}{\partial A} = 2 A \sum_i \Big(\sum_j p_{ij} x_{ij} x_{ij}^T \, m_{ij}
+        - p_i \sum_k p_{ik} x_{ik} x_{ik}^T\Big), \qquad x_{ij} = x_i - x_j,
+
+which is minus the slide's equation
+:math:`\partial f / \partial A = 2A \sum_i (p_i \sum_k p_{ik} x_{ik} x_{ik}^T -
+\sum_{j \in C_i} p_{ij} x_{ij} x_{ij}^T)` (the slide gives the gradient of f, which NCA
+maximises; the sign checks out against central differences in ``tests/test_nca.py``). The
+slide's form costs O(n^2 d^2); the form through ``dJ/dZ`` costs O(n^2 k + n k d).
+
+Memory: blocks of rows
+----------------------
+For a block B of b rows, one (b, n) buffer holds in turn the Gram block ``Z_B Z^T`` (GEMM),
+the shifted logits ``min_l d_il - d_ij`` (numba), their ``exp`` (NumPy: SIMD in float32;
+in float64 only on AVX-512 hosts) and the weights
+``w_ij`` (numba); then ``W_B Z`` (GEMM) fills rows B of one (n, k) array and ``W_B^T Z_B`` is
+accumulated into another by BLAS ``gemm`` with ``beta = 1``. Memory is O(b n + n k), never
+n x n; per evaluation: three (n x n x k) GEMMs. The linear map has a cheaper algebra when
+d < 2k: ``dJ/dA = 2 A (X^T diag(r + c) X - M - M^T)`` with ``M = X^T W X`` summed as
+``X_B^T (W_B X)``, two (n x n) GEMMs in all (:func:`cost_grad`), as many as scikit-learn's
+n x n computation.
+The softmax is shifted by the row's smallest distance, so ``exp`` never overflows; sums are
+accumulated in float64 also for float32 data.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+from scipy.linalg import blas
+
+from ..mappings.linear import Linear
+
+__all__ = ["cost_grad_embedded", "cost_grad", "objective", "default_block_rows"]
+
+BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
+MIN_BLOCK_ROWS = 64  # fewer rows make W_B^T Z_B a thin, memory-bound update of all of Z
+
+
+def default_block_rows(n_samples, itemsize):
+    """Rows per block: a (b, n) buffer of about 32 MiB, at least 64 rows, at most n."""
+    return int(min(n_samples, max(MIN_BLOCK_ROWS, BLOCK_BYTES // (n_samples * itemsize))))
+
+
+@njit(cache=True)
+def shifted_logits(S, sq_norms, start):  # pragma: no cover (compiled)
+    """Overwrite the Gram block ``S[i, j] = z_{start+i} . z_j`` (b, n) with
+    ``min_{l != i} d_il - d_ij`` (``-inf`` on the diagonal), ``d_ij`` clamped at 0."""
+    b, n = S.shape
+    for i in range(b):
+        g = start + i
+        sq_i = sq_norms[g]
+        nearest = np.inf
+        for j in range(n):
+            d = max(sq_i + sq_norms[j] - 2.0 * S[i, j], 0.0)
+            S[i, j] = d
+            if j != g and d < nearest:
+                nearest = d
+        for j in range(n):
+            S[i, j] = nearest - S[i, j]
+        S[i, g] = -np.inf
+
+
+@njit(cache=True)
+def neighbour_weights(E, codes, start, p_out, r_out, c_out):  # pragma: no cover (compiled)
+    """Overwrite ``E[i, j] = exp(min d_i - d_ij)`` (b, n) with ``w_ij = p_ij (m_ij - p_i)``.
+
+    Writes ``p_i`` (b,) and the row sums ``r_i`` (b,) of W, and adds W's column sums into
+    ``c_out`` (n,). Sums in float64.
+    """
+    b, n = E.shape
+    for i in range(b):
+        g = start + i
+        code = codes[g]
+        total = 0.0
+        same = 0.0
+        for j in range(n):
+            e = E[i, j]
+            total += e
+            if codes[j] == code:
+                same += e  # E[i, g] = 0: the point itself adds nothing
+        p_i = same / total
+        scale = 1.0 / total
+        row = 0.0
+        for j in range(n):
+            p_ij = E[i, j] * scale
+            w = p_ij * ((1.0 if (codes[j] == code and j != g) else 0.0) - p_i)
+            E[i, j] = w
+            row += w
+            c_out[j] += w
+        p_out[i] = p_i
+        r_out[i] = row
+
+
+def _gemm_accumulate(Acc, S, Z_block):
+    """``Acc += S^T Z_block`` in place for a Fortran-ordered Acc (n, k) (BLAS gemm, beta=1)."""
+    gemm = blas.dgemm if Acc.dtype == np.float64 else blas.sgemm
+    # S.T (n, b) and Z_block.T (k, b) are Fortran-contiguous views: no copies.
+    return gemm(1.0, S.T, Z_block.T, beta=1.0, c=Acc, trans_b=1, overwrite_c=1)
+
+
+def _weight_blocks(Z, codes, block_rows, p, r, c):
+    """Yield ``(start, stop, W_B)`` for each block of rows, W_B (b, n) the weights
+    ``w_ij = p_ij (m_ij - p_i)`` in a reused buffer; fills p, r (n,) and adds into c (n,)."""
+    n = Z.shape[0]
+    b = block_rows or default_block_rows(n, Z.itemsize)
+    sq_norms = np.einsum("ij,ij->i", Z, Z)  # (n,)
+    buffer = np.empty((min(b, n), n), dtype=Z.dtype)
+    for start in range(0, n, b):
+        stop = min(start + b, n)
+        S = buffer[: stop - start]
+        np.matmul(Z[start:stop], Z.T, out=S)  # (b, n) Gram block
+        shifted_logits(S, sq_norms, start)
+        with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
+            np.exp(S, out=S)  # NumPy's SIMD exp: 2-3x a numba loop in float32
+        neighbour_weights(S, codes, start, p[start:stop], r[start:stop], c)
+        yield start, stop, S
+
+
+def cost_grad_embedded(Z, codes, block_rows=None):
+    r"""NCA's ``J = -sum_i p_i`` and ``dJ/dZ = 2 (diag(r + c) Z - W Z - W^T Z)`` from
+    embeddings (module docstring): three (n x n x k) GEMMs, a block of rows at a time.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n_samples, n_components), float32 or float64
+        The embedded points.
+    codes : ndarray of shape (n_samples,), int64
+        Identity codes (equal codes = same identity).
+    block_rows : int, default=None
+        Rows per block (None: :func:`default_block_rows`). Memory is O(block_rows x n).
+
+    Returns
+    -------
+    J : float
+    dZ : ndarray of shape (n_samples, n_components), dtype of Z
+    """
+    Z = np.ascontiguousarray(Z)
+    n, k = Z.shape
+    WZ = np.empty_like(Z)  # rows of W Z, (n, k)
+    WtZ = np.zeros((n, k), dtype=Z.dtype, order="F")  # W^T Z, accumulated (n, k)
+    p, r, c = np.empty(n), np.empty(n), np.zeros(n)
+    for start, stop, W in _weight_blocks(Z, codes, block_rows, p, r, c):
+        np.matmul(W, Z, out=WZ[start:stop])  # (b, k)
+        WtZ = _gemm_accumulate(WtZ, W, Z[start:stop])
+    dZ = (r + c).astype(Z.dtype)[:, None] * Z
+    dZ -= WZ
+    dZ -= WtZ
+    dZ *= 2
+    return -math.fsum(p), dZ
+
+
+def cost_grad(A, X, codes, block_rows=None):
+    r"""Linear NCA: ``J(A)`` and ``dJ/dA`` (k, d) for ``Z = X A^T``.
+
+    With ``M = X^T W X`` (d, d), the gradient is the slide's shape,
+
+    .. math::
+
+        \frac{\partial J}{\partial A} = (\partial J / \partial Z)^T X
+            = 2 A \big(X^T \operatorname{diag}(r + c) X - M - M^T\big),
+
+    as :math:`Z^T W X = A M` and :math:`Z^T W^T X = A M^T`. ``M`` is summed block by block
+    (``X_B^T (W_B X)``): two (n x n) GEMMs per evaluation (the Gram block, ``W_B X``) where
+    :func:`cost_grad_embedded` needs three. Taken when ``d < 2k``; otherwise the product
+    ``W_B X`` (n^2 d) would cost more than ``W Z`` and ``W^T Z`` (2 n^2 k), and the gradient
+    goes through ``dJ/dZ``.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_components, n_features)
+    X : ndarray of shape (n_samples, n_features)
+    codes : ndarray of shape (n_samples,), int64
+    block_rows : int, default=None
+
+    Returns
+    -------
+    J : float
+    G : ndarray of shape (n_components, n_features)
+    """
+    Z = X @ A.T  # (n, k)
+    k, d = A.shape
+    if d >= 2 * k:
+        J, dZ = cost_grad_embedded(Z, codes, block_rows)
+        return J, dZ.T @ X  # (k, d)
+    n = X.shape[0]
+    M = np.zeros((d, d), dtype=Z.dtype)
+    WX = np.empty((min(block_rows or n, n), d), dtype=Z.dtype)
+    p, r, c = np.empty(n), np.empty(n), np.zeros(n)
+    for start, stop, W in _weight_blocks(Z, codes, block_rows, p, r, c):
+        rows = WX[: stop - start]
+        np.matmul(W, X, out=rows)  # (b, d)
+        M += X[start:stop].T @ rows  # (d, d)
+    D = (X.T * (r + c).astype(X.dtype)) @ X  # X^T diag(r + c) X, (d, d)
+    D -= M
+    D -= M.T
+    return -math.fsum(p), 2 * (A @ D)  # (k, d)
+
+
+def objective(mapping, X, codes, block_rows=None):
+    """``f(theta) -> (J, dJ/dtheta)`` for NCA through any mapping (``forward`` / ``backward``
+    on a flat theta), computed in X's dtype. A :class:`metricfit.mappings.Linear` mapping
+    takes :func:`cost_grad` (the ``2 A (...)`` form when it is cheaper).
+
+    Parameters
+    ----------
+    mapping : metricfit.mappings.Mapping
+    X : ndarray of shape (n_samples, n_features), float32 or float64
+    codes : ndarray of shape (n_samples,), int64
+    block_rows : int, default=None
+
+    Returns
+    -------
+    f : callable
+    """
+    if isinstance(mapping, Linear):
+        shape = (mapping.n_components, mapping.n_features)
+
+        def f_linear(theta):
+            J, G = cost_grad(np.asarray(theta, dtype=X.dtype).reshape(shape), X, codes,
+                             block_rows)
+            return J, G.ravel()
+
+        return f_linear
+
+    def f(theta):
+        theta = np.asarray(theta, dtype=X.dtype)
+        Z, cache = mapping.forward(theta, X)
+        J, dZ = cost_grad_embedded(Z, codes, block_rows)
+        return J, mapping.backward(theta, cache, dZ)
+
+    return f
