@@ -64,8 +64,8 @@ def some(rng, size, k=25):
 
 
 CONV_CASES = {  # (n images, c_in, h, w, c_out, kh, kw)
-    "3x2 kernel, 2 images": (2, 5, 9, 8, 7, 3, 2),  # single taps, single images only
-    "4x3 kernel, 6 images": (6, 5, 9, 8, 7, 4, 3),  # 8 taps per pass + 4 single; 4 + 2 images
+    "3x2 kernel, 2 images": (2, 5, 9, 8, 7, 3, 2),  # 4 taps + 2 single; single images only
+    "4x3 kernel, 6 images": (6, 5, 9, 8, 7, 4, 3),  # 8 taps per pass + 4; 4 + 2 images
     "7x7 kernel, 1 input": (5, 1, 12, 11, 3, 7, 7),  # 6 passes of 8 taps + 1 (as C1)
 }
 

@@ -137,7 +137,7 @@ def _tap_offsets(kh, kw, w):  # pragma: no cover (compiled)
 @njit(cache=True, nogil=True)
 def _correlate_add(x, taps, offs, acc):  # pragma: no cover (compiled)
     """``acc[p] += sum_t taps[t] x[offs[t] + p]`` for p < acc.size, eight taps per pass over
-    ``acc`` (then one at a time), in a fixed order."""
+    ``acc`` (then four, then one at a time: 36 taps = 4 x 8 + 4), in a fixed order."""
     size, n_taps, t = acc.size, taps.size, 0
     while t + 8 <= n_taps:
         w0, w1, w2, w3 = taps[t], taps[t + 1], taps[t + 2], taps[t + 3]
@@ -154,6 +154,15 @@ def _correlate_add(x, taps, offs, acc):  # pragma: no cover (compiled)
             acc[p] += (((w0 * x0[p] + w1 * x1[p]) + (w2 * x2[p] + w3 * x3[p]))
                        + ((w4 * x4[p] + w5 * x5[p]) + (w6 * x6[p] + w7 * x7[p])))
         t += 8
+    if t + 4 <= n_taps:
+        w0, w1, w2, w3 = taps[t], taps[t + 1], taps[t + 2], taps[t + 3]
+        x0 = x[offs[t]:offs[t] + size]
+        x1 = x[offs[t + 1]:offs[t + 1] + size]
+        x2 = x[offs[t + 2]:offs[t + 2] + size]
+        x3 = x[offs[t + 3]:offs[t + 3] + size]
+        for p in range(size):
+            acc[p] += (w0 * x0[p] + w1 * x1[p]) + (w2 * x2[p] + w3 * x3[p])
+        t += 4
     while t < n_taps:
         w0 = taps[t]
         x0 = x[offs[t]:offs[t] + size]
@@ -395,21 +404,26 @@ def subsample_forward(X, coef, bias, sh, sw, squash=False):
 
 @njit(cache=True, nogil=True)
 def subsample_forward_into(X, coef, bias, sh, sw, Y, means, squash):  # pragma: no cover
-    """:func:`subsample_forward` written into ``Y`` and ``means`` (n, m, h // sh, w // sw)."""
+    """:func:`subsample_forward` written into ``Y`` and ``means`` (n, m, h // sh, w // sw).
+    Row by row (each window sum adds its rows, then its columns, in order) so that the
+    loops run over contiguous rows."""
     n, m, h, w = X.shape
     ho, wo = h // sh, w // sw
     inv = 1.0 / (sh * sw)
+    total = np.empty(wo, X.dtype)
     pre = np.empty(wo, X.dtype)
     for i in range(n):
         for c in range(m):
             for r in range(ho):
+                total[:] = 0
+                for a in range(sh):
+                    row = X[i, c, r * sh + a]
+                    for t in range(sw):
+                        for q in range(wo):
+                            total[q] += row[q * sw + t]
                 mean_row = means[i, c, r]
                 for q in range(wo):
-                    total = X[i, c, r * sh, q * sw] * 0
-                    for a in range(sh):
-                        for t in range(sw):
-                            total += X[i, c, r * sh + a, q * sw + t]
-                    mean_row[q] = total * inv
+                    mean_row[q] = total[q] * inv
                     pre[q] = coef[c] * mean_row[q]
                 squash_into(pre, bias[c], Y[i, c, r], squash)
 
@@ -442,21 +456,29 @@ def subsample_backward_into(means, coef, dY, Y, sh, sw, dX):  # pragma: no cover
     squash = Y.size > 0
     dcoef = np.zeros(m, dY.dtype)
     dbias = np.zeros(m, dY.dtype)
+    g = np.empty(wo, dY.dtype)
+    share = np.empty(wo, dY.dtype)
     for i in range(n):
         for c in range(m):
             for r in range(ho):
+                dy = dY[i, c, r]
+                if squash:
+                    y = Y[i, c, r]
+                    for q in range(wo):
+                        g[q] = dy[q] * (1 - y[q] * y[q])
+                else:
+                    g[:] = dy
+                mean_row = means[i, c, r]
+                for q in range(wo):  # in order: the sums do not depend on the vector width
+                    dcoef[c] += g[q] * mean_row[q]
+                    dbias[c] += g[q]
                 for q in range(wo):
-                    g = dY[i, c, r, q]
-                    if squash:
-                        g = g * (1 - Y[i, c, r, q] * Y[i, c, r, q])
-                    dcoef[c] += g * means[i, c, r, q]
-                    dbias[c] += g
-                    share = coef[c] * g * inv
-                    for a in range(sh):
-                        for t in range(sw):
-                            dX[i, c, r * sh + a, q * sw + t] = share
-                for t in range(wo * sw, w):  # columns beyond the last whole window
-                    for a in range(sh):
-                        dX[i, c, r * sh + a, t] = 0
+                    share[q] = coef[c] * g[q] * inv
+                for a in range(sh):
+                    row = dX[i, c, r * sh + a]
+                    for t in range(sw):
+                        for q in range(wo):
+                            row[q * sw + t] = share[q]
+                    row[wo * sw:] = 0  # columns beyond the last whole window
             dX[i, c, ho * sh:] = 0  # rows beyond the last whole window
     return dcoef, dbias
