@@ -10,9 +10,10 @@ For a 56x46 input (AT&T at half resolution) the layers are those of the paper::
     C5  conv 5x5, 45 -> 250              1x1  281500  (paper: 312750 = 250 x (50 x 25 + 1))
     F6  full 250 -> 50                          12550
 
-each followed by tanh (fused into the C1, S2, C3 and S4 kernels), so ``G_W(X)`` lies in (-1, 1)^50 and the L1 energy is bounded by
-``Q = 2 * 50`` (seed 000 eq. 8 needs that bound). C5's kernel covers all of S4's output, so C5
-is a fully connected layer on the flattened S4 maps and runs as one GEMM.
+each followed by tanh (fused into the C1, S2, C3 and S4 kernels: ``ConvNet.layers`` holds
+tanh layers only after C5 and F6), so ``G_W(X)`` lies in (-1, 1)^50 and the L1 energy is
+bounded by ``Q = 2 * 50`` (seed 000 eq. 8 needs that bound). C5's kernel covers all of S4's
+output, so C5 is a fully connected layer on the flattened S4 maps and runs as one GEMM.
 
 Other inputs (:func:`network_spec`): the S4 window is chosen so that S4 gives a grid of at
 most 5x5 (``window = max(1, size // 5)`` per axis, remainders dropped) and C5 covers that grid;
