@@ -51,7 +51,8 @@ re-association (``fastmath``, banned in reductions here), so it is accumulated e
 ``buf`` row is summed once at the end. The positions p are taken in tiles of ``TILE`` = 128
 that all accumulate into one ``(taps, TILE)`` buffer (25 KB for C1's 49 taps: L1), four
 images per pass: ``buf[t, p] += (g_1 x_1 + g_2 x_2) + (g_3 x_3 + g_4 x_4)`` (fixed order).
-Per 16 images on one busy core this took C3's weight gradient from 9.9 to 5.1 ms.
+Per 16 images on one core of the busy machine (fastest of 40, a scratch timing) this took
+C3's weight gradient from about 9.5 to 5.1 ms.
 
 **tanh fused.** ``squash=True`` applies tanh to the output as it is written
 (``Y = tanh(conv + b)``), and the backward pass then takes ``dL/dY`` of the squashed output
