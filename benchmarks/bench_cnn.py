@@ -12,6 +12,10 @@ mask on a dense 45x15 kernel, so torch computes all 675 kernels (metricfit compu
 connected ones); subsampling is ``avg_pool2d`` times a per-map coefficient plus a bias. The
 torch process also checks its loss and gradient against metricfit's on the same weights.
 
+The table gives medians of wall time; the lines under it the fastest repeat of each and the
+median process CPU time (on a shared machine the median wall time carries the other processes'
+load, the minimum less so; with one thread the CPU time is the cost of the work itself).
+
     python benchmarks/bench_cnn.py [--threads 1] [--repeats 15] [--no-torch]
         [--json /tmp/cnn/bench_cnn.json]
 """
@@ -86,10 +90,12 @@ out = {"J": float(step()), "grads": {k: v.grad.numpy().tolist() for k, v in w.it
 for name, fn in [("train", step), ("infer", infer)]:
     for _ in range(2):
         fn()
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        t = time.perf_counter(); fn(); times.append(time.perf_counter() - t)
-    out[name] = times
+        t, c = time.perf_counter(), time.process_time()
+        fn()
+        times.append(time.perf_counter() - t); cpu.append(time.process_time() - c)
+    out[name], out[name + "_cpu"] = times, cpu
 print(json.dumps(out))
 """
 
@@ -122,13 +128,17 @@ def compile_times(threads):
     return float(runs[0][0]), float(runs[1][0])
 
 
-def _median_ms(fn, repeats):
+def _median_ms(fn, repeats, cpu=None):
+    """Median wall ms of ``fn()`` and the wall times; the process CPU times (all threads) are
+    appended to ``cpu`` when given."""
     fn()
     times = []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - t)
+        if cpu is not None:
+            cpu.append(time.process_time() - c)
     return 1e3 * float(np.median(times)), times
 
 
@@ -168,11 +178,13 @@ def _metricfit_timings(args, ConvNet, SiameseObjective, network_spec):
     objective = SiameseObjective(net, pairs, s)
     rows = np.arange(N_PAIRS)
     images = np.concatenate([pairs[:, 0], pairs[:, 1]])
-    train, train_raw = _median_ms(lambda: objective.batch(theta, rows), args.repeats)
+    train_cpu, infer_cpu = [], []
+    train, train_raw = _median_ms(lambda: objective.batch(theta, rows), args.repeats, train_cpu)
     infer, infer_raw = _median_ms(lambda: net.transform(theta, images, 2 * N_PAIRS),
-                                  args.repeats)
+                                  args.repeats, infer_cpu)
     J, grad = objective.batch(theta.astype(np.float64), rows)
     return {"train_ms": train, "infer_ms": infer, "train_raw": train_raw, "infer_raw": infer_raw,
+            "train_cpu": train_cpu, "infer_cpu": infer_cpu,
             "layers_ms": layer_breakdown(net, theta, images, args.repeats),
             "J": J, "grad": grad, "net": net, "theta": theta, "images": images, "s": s}
 
@@ -199,6 +211,8 @@ def torch_timings(ours, args):
     result["loss_rel_err"] = abs(result["J"] - ours["J"]) / abs(ours["J"])
     return {"train_ms": 1e3 * float(np.median(result["train"])),
             "infer_ms": 1e3 * float(np.median(result["infer"])),
+            "train_raw": result["train"], "infer_raw": result["infer"],
+            "train_cpu": result["train_cpu"], "infer_cpu": result["infer_cpu"],
             "grad_rel_err": result["grad_rel_err"], "loss_rel_err": result["loss_rel_err"]}
 
 
@@ -229,6 +243,19 @@ def main(argv=None):
         print(f"| {name} | {r['train_ms']:.1f} | {1e3 * images / r['train_ms']:.0f} | "
               f"{r['infer_ms']:.1f} | {1e3 * images / r['infer_ms']:.0f} |")
     if theirs is not None:
+        best = {k: (1e3 * min(ours[k + "_raw"]), 1e3 * min(theirs[k + "_raw"]))
+                for k in ("train", "infer")}
+        print(f"fastest of the {args.repeats} repeats (less sensitive to other processes): "
+              f"train {best['train'][0]:.1f} vs torch {best['train'][1]:.1f} ms "
+              f"({best['train'][0] / best['train'][1]:.2f}x), inference {best['infer'][0]:.1f} "
+              f"vs {best['infer'][1]:.1f} ms ({best['infer'][0] / best['infer'][1]:.2f}x)")
+        cpu = {k: (1e3 * np.median(ours[k + "_cpu"]), 1e3 * np.median(theirs[k + "_cpu"]))
+               for k in ("train", "infer")}
+        print(f"median process CPU time, all threads (with --threads 1 the cost without the "
+              f"other processes' share of the cores): train {cpu['train'][0]:.1f} vs torch "
+              f"{cpu['train'][1]:.1f} ms ({cpu['train'][0] / cpu['train'][1]:.2f}x), inference "
+              f"{cpu['infer'][0]:.1f} vs {cpu['infer'][1]:.1f} ms "
+              f"({cpu['infer'][0] / cpu['infer'][1]:.2f}x)")
         print(f"\nratio metricfit / torch: train {ours['train_ms'] / theirs['train_ms']:.2f}x, "
               f"inference {ours['infer_ms'] / theirs['infer_ms']:.2f}x; torch vs metricfit on "
               f"the same weights: loss rel. err {theirs['loss_rel_err']:.1e}, gradient rel. err "
@@ -240,7 +267,7 @@ def main(argv=None):
     record = {"threads": args.threads, "compile_first_call_s": first, "cache_first_call_s": cached,
               "metricfit": {k: v for k, v in ours.items()
                             if k in ("train_ms", "infer_ms", "train_raw", "infer_raw",
-                                     "layers_ms")},
+                                     "train_cpu", "infer_cpu", "layers_ms")},
               "torch": theirs, "load_average_end": os.getloadavg()}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(record, indent=1))

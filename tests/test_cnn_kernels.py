@@ -63,14 +63,26 @@ def some(rng, size, k=25):
     return rng.choice(size, size=min(k, size), replace=False)
 
 
-@pytest.fixture
-def conv_case():
+CONV_CASES = {  # (n images, c_in, h, w, c_out, kh, kw)
+    "3x2 kernel, 2 images": (2, 5, 9, 8, 7, 3, 2),  # 4 taps + 2 single; single images only
+    "4x3 kernel, 6 images": (6, 5, 9, 8, 7, 4, 3),  # 8 taps per pass + 4; 4 + 2 images
+    "7x7 kernel, 1 input": (5, 1, 12, 11, 3, 7, 7),  # 6 passes of 8 taps + 1 (as C1)
+}
+
+
+@pytest.fixture(params=list(CONV_CASES))
+def conv_case(request):
+    n, c_in, h, w, c_out, kh, kw = CONV_CASES[request.param]
     rng = np.random.default_rng(1)
-    X = rng.normal(size=(2, 5, 9, 8))
-    W = rng.normal(size=(7, 5, 3, 2))
-    b = rng.normal(size=7)
-    table = lenet_table(5, 7).astype(np.uint8)  # as Conv2D passes it
+    X = rng.normal(size=(n, c_in, h, w))
+    W = rng.normal(size=(c_out, c_in, kh, kw))
+    b = rng.normal(size=c_out)
+    table = lenet_table(c_in, c_out).astype(np.uint8)  # as Conv2D passes it
     return X, W, b, table, rng
+
+
+def out_shape(X, W):
+    return (X.shape[0], W.shape[0], X.shape[2] - W.shape[2] + 1, X.shape[3] - W.shape[3] + 1)
 
 
 # -- convolution --------------------------------------------------------------------------
@@ -80,8 +92,10 @@ def conv_case():
 def test_conv_forward_matches_correlate2d(conv_case, dtype, rtol):
     X, W, b, table, _ = conv_case
     Y = _kernels.conv2d_forward(X.astype(dtype), W.astype(dtype), b.astype(dtype), table)
-    assert Y.dtype == dtype and Y.shape == (2, 7, 7, 7)
+    assert Y.dtype == dtype and Y.shape == out_shape(X, W)
     np.testing.assert_allclose(Y, conv_twin(X, W, b, table), rtol=rtol, atol=rtol * 10)
+    Y = _kernels.conv2d_forward(X.astype(dtype), W.astype(dtype), b.astype(dtype), table, True)
+    np.testing.assert_allclose(Y, np.tanh(conv_twin(X, W, b, table)), rtol=rtol, atol=rtol)
 
 
 def test_conv_forward_ignores_unconnected_weights(conv_case):
@@ -92,25 +106,33 @@ def test_conv_forward_ignores_unconnected_weights(conv_case):
                                   _kernels.conv2d_forward(X, W, b, table))
 
 
-def test_conv_backward_matches_twin(conv_case):
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-11), (np.float32, 2e-4)])
+@pytest.mark.parametrize("squash", [False, True])
+def test_conv_backward_matches_twin(conv_case, squash, dtype, rtol):
     X, W, b, table, rng = conv_case
-    dY = rng.normal(size=(2, 7, 7, 7))
-    got = _kernels.conv2d_backward(X, W, table, dY, True)
-    for g, want in zip(got, conv_backward_twin(X, W, table, dY)):
-        np.testing.assert_allclose(g, want, rtol=1e-11, atol=1e-11)
+    dY = rng.normal(size=out_shape(X, W))
+    Y = np.tanh(conv_twin(X, W, b, table)) if squash else None  # dY: of the squashed output
+    got = _kernels.conv2d_backward(X.astype(dtype), W.astype(dtype), table, dY.astype(dtype),
+                                   True, None if Y is None else Y.astype(dtype))
+    want = conv_backward_twin(X, W, table, dY * (1 - Y * Y) if squash else dY)
+    for g, w in zip(got, want):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * np.abs(w).max())
     assert not got[1][table == 0].any()  # unconnected kernels get no gradient
     assert _kernels.conv2d_backward(X, W, table, dY, False)[0].size == 0
 
 
+@pytest.mark.parametrize("squash", [False, True])
 @pytest.mark.parametrize("wrt", ["X", "W", "b"])
-def test_conv_backward_matches_finite_differences(conv_case, wrt):
+def test_conv_backward_matches_finite_differences(conv_case, wrt, squash):
     X, W, b, table, rng = conv_case
-    R = rng.normal(size=(2, 7, 7, 7))  # L = sum(R * Y): dL/dY = R
+    R = rng.normal(size=out_shape(X, W))  # L = sum(R * Y): dL/dY = R
 
     def loss():
-        return float((R * _kernels.conv2d_forward(X, W, b, table)).sum())
+        return float((R * _kernels.conv2d_forward(X, W, b, table, squash)).sum())
 
-    dX, dW, db = _kernels.conv2d_backward(X, W, table, R, True)
+    Y = _kernels.conv2d_forward(X, W, b, table, True) if squash else None
+    dX, dW, db = _kernels.conv2d_backward(X, W, table, R, True, Y)
     x, g = {"X": (X, dX), "W": (W, dW), "b": (b, db)}[wrt]
     rows = some(rng, x.size)
     np.testing.assert_allclose(g.reshape(-1)[rows], numeric_grad(loss, x, rows),
@@ -120,27 +142,33 @@ def test_conv_backward_matches_finite_differences(conv_case, wrt):
 # -- subsampling --------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("squash", [False, True])
 @pytest.mark.parametrize("window", [(2, 2), (4, 3), (1, 1)])
-def test_subsample_forward_matches_twin(window):
+def test_subsample_forward_matches_twin(window, squash):
     rng = np.random.default_rng(2)
     X, coef, bias = rng.normal(size=(3, 4, 9, 7)), rng.normal(size=4), rng.normal(size=4)
-    Y, means = _kernels.subsample_forward(X, coef, bias, *window)
+    Y, means = _kernels.subsample_forward(X, coef, bias, *window, squash)
     Y_twin, means_twin = subsample_twin(X, coef, bias, *window)
-    np.testing.assert_allclose(Y, Y_twin, rtol=1e-12)
+    np.testing.assert_allclose(Y, np.tanh(Y_twin) if squash else Y_twin, rtol=1e-12)
     np.testing.assert_allclose(means, means_twin, rtol=1e-12)
+    Y32, _ = _kernels.subsample_forward(X.astype(np.float32), coef, bias, *window, squash)
+    assert Y32.dtype == np.float32
+    np.testing.assert_allclose(Y32, Y, rtol=2e-6, atol=2e-6)
 
 
+@pytest.mark.parametrize("squash", [False, True])
 @pytest.mark.parametrize("window", [(2, 2), (4, 3)])
-def test_subsample_backward_matches_finite_differences(window):
+def test_subsample_backward_matches_finite_differences(window, squash):
     rng = np.random.default_rng(3)
     X, coef, bias = rng.normal(size=(2, 3, 9, 7)), rng.normal(size=3), rng.normal(size=3)
     R = rng.normal(size=subsample_twin(X, coef, bias, *window)[0].shape)
 
     def loss():
-        return float((R * _kernels.subsample_forward(X, coef, bias, *window)[0]).sum())
+        return float((R * _kernels.subsample_forward(X, coef, bias, *window, squash)[0]).sum())
 
-    means = _kernels.subsample_forward(X, coef, bias, *window)[1]
-    dX, dcoef, dbias = _kernels.subsample_backward(means, coef, R, 9, 7, *window)
+    Y, means = _kernels.subsample_forward(X, coef, bias, *window, squash)
+    dX, dcoef, dbias = _kernels.subsample_backward(means, coef, R, 9, 7, *window,
+                                                   Y if squash else None)
     for x, g in [(X, dX), (coef, dcoef), (bias, dbias)]:
         rows = some(rng, x.size)
         np.testing.assert_allclose(g.reshape(-1)[rows], numeric_grad(loss, x, rows),
@@ -155,7 +183,9 @@ def test_subsample_backward_matches_finite_differences(window):
     (Dense(12, 5), (4, 3, 2, 2)),
     (Tanh(), (4, 3, 2, 2)),
     (Conv2D(3, 4, (2, 2), lenet_table(3, 4)), (2, 3, 5, 4)),
+    (Conv2D(6, 5, (3, 3), lenet_table(6, 5), squash=True), (5, 6, 7, 6)),
     (Subsample(3, (2, 2)), (2, 3, 5, 4)),
+    (Subsample(3, (2, 3), squash=True), (2, 3, 5, 7)),
 ])
 def test_layer_backward_matches_finite_differences(layer, shape):
     rng = np.random.default_rng(4)
@@ -173,6 +203,29 @@ def test_layer_backward_matches_finite_differences(layer, shape):
         rows = some(rng, x.size)
         np.testing.assert_allclose(g.reshape(-1)[rows], numeric_grad(loss, x, rows),
                                    rtol=1e-6, atol=1e-8)
+
+
+# -- tanh ------------------------------------------------------------------------------------
+
+
+def test_tanh32_is_float32_tanh():
+    """The rational float32 tanh fused into the kernels: within 4e-7 of the exact tanh (NumPy's
+    float32 tanh: 1.4 ulp), odd, never above 1, exact below 4e-4 and saturated far out."""
+    x = np.concatenate([np.linspace(-12, 12, 200001), np.logspace(-10, 1, 20001)])
+    x = np.concatenate([x, -x]).astype(np.float32)
+    y = np.empty_like(x)
+    _kernels.squash_into(x, np.float32(0), y, True)
+    exact = np.tanh(x.astype(np.float64))
+    assert y.dtype == np.float32
+    assert np.abs(y - exact).max() < 4e-7
+    assert np.all(np.abs(y - exact) <= 6 * np.spacing(np.abs(exact).astype(np.float32)))
+    np.testing.assert_array_equal(y[: x.size // 2], -y[x.size // 2:])
+    assert np.abs(y).max() <= 1 and y[x == 12].min() > 0.9999995
+    tiny = np.abs(x) < 4e-4
+    np.testing.assert_array_equal(y[tiny], x[tiny])
+    y64 = np.empty(x.size)  # float64: the C library's tanh (NumPy's may round differently)
+    _kernels.squash_into(x.astype(np.float64), 0.5, y64, True)
+    np.testing.assert_allclose(y64, np.tanh(x.astype(np.float64) + 0.5), rtol=1e-15, atol=0)
 
 
 # -- connection table ---------------------------------------------------------------------

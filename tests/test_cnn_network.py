@@ -188,15 +188,18 @@ def test_chunked_layers_match_the_whole_batch_kernels(n_images):
             dY = rng.normal(size=Y.shape)
             dX, grads = layer.backward(p, cache, dY)
         if name == "C1":
+            assert layer.squash  # tanh fused
             np.testing.assert_array_equal(Y, _kernels.conv2d_forward(X, p["W"], p["b"],
-                                                                     layer._table_u8))
-            ref = _kernels.conv2d_backward(X, p["W"], layer._table_u8, dY, True)
+                                                                     layer._table_u8, True))
+            ref = _kernels.conv2d_backward(X, p["W"], layer._table_u8, dY, True, Y)
             np.testing.assert_array_equal(dX, ref[0])
             np.testing.assert_allclose(grads["W"], ref[1], rtol=1e-12, atol=1e-12)
         else:
-            Y_ref, means = _kernels.subsample_forward(X, p["coef"], p["bias"], *layer.window)
+            Y_ref, means = _kernels.subsample_forward(X, p["coef"], p["bias"], *layer.window,
+                                                      True)
             np.testing.assert_array_equal(Y, Y_ref)
-            ref = _kernels.subsample_backward(means, p["coef"], dY, *X.shape[2:], *layer.window)
+            ref = _kernels.subsample_backward(means, p["coef"], dY, *X.shape[2:], *layer.window,
+                                              Y)
             np.testing.assert_array_equal(dX, ref[0])
             np.testing.assert_allclose(grads["coef"], ref[1], rtol=1e-12, atol=1e-12)
         X = Y

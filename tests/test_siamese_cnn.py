@@ -125,6 +125,57 @@ def test_save_load_keeps_nested_parameters(data, tmp_path):
     assert loaded.network_.spec == est.network_.spec
 
 
+DATA = REPO_ROOT / "tests" / "data"
+
+
+def test_loads_a_file_of_format_version_1():
+    """A model saved by metricfit 0.1.0 in format version 1 (tests/data; made by
+    make_siamese_cnn_v1.py, float64) loads and scores its pairs as it did then."""
+    import json
+
+    loaded = SiameseCNN.load(DATA / "siamese_cnn_v1.npz")
+    expected = json.loads((DATA / "siamese_cnn_v1_scores.json").read_text())
+    assert loaded.get_params() == SiameseCNN(**dict(TINY, max_epochs=1, dtype="float64")
+                                             ).get_params()
+    assert loaded.threshold_ == expected["threshold"]
+    pairs, _ = make_image_pairs(40, seed=7)
+    np.testing.assert_allclose(loaded.pair_score(pairs), expected["pair_score"], rtol=1e-10)
+
+
+def _rewrite(src, dst, **changes):
+    with np.load(src, allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files}
+    arrays.update({k: np.array(v) for k, v in changes.items() if v is not None})
+    for k in [k for k, v in changes.items() if v is None]:
+        del arrays[k]
+    np.savez(dst, **arrays)
+    return dst
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"format": "metricfit.SiameseCNN/2"}, "format version 2 .*upgrade metricfit"),
+    ({"format": "metricfit.SiameseCNN/x"}, "unknown .*format version 'x'"),
+    ({"format": "metricfit.SiameseCNN/0"}, "unknown .*format version '0'"),
+    ({"format": "metricfit.WPCA/1"}, "not a metricfit.SiameseCNN file"),
+    ({"format": None}, "not a metricfit.SiameseCNN file"),
+    ({"weights": None}, "lacks the entries \\['weights'\\]"),
+])
+def test_load_refuses_other_and_newer_formats(tmp_path, changes, match):
+    bad = _rewrite(DATA / "siamese_cnn_v1.npz", tmp_path / "bad.npz", **changes)
+    with pytest.raises(ValueError, match=match):
+        SiameseCNN.load(bad)
+
+
+def test_save_writes_the_current_format_version(fitted, tmp_path):
+    from metricfit import __version__
+    from metricfit.learners.siamese_cnn import SAVE_VERSION
+
+    fitted.save(tmp_path / "m.npz")
+    with np.load(tmp_path / "m.npz", allow_pickle=False) as f:
+        assert str(f["format"]) == f"metricfit.SiameseCNN/{SAVE_VERSION}"
+        assert str(f["metricfit_version"]) == __version__
+
+
 def test_inference_in_batches(fitted, data):
     small = clone(fitted).set_params(inference_batch_size=3)
     small.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_")})

@@ -19,6 +19,8 @@ objective
     :class:`SiameseObjective`, the mini-batch objective of the two weight-sharing branches.
 _threads
     :func:`num_threads`: the layers run their kernels on fixed chunks of a batch in threads.
+augment
+    seeded random shifts, scalings, rotations and mirror flips of image batches (bilinear).
 gaussian
     :func:`gaussian_claims`: Prob(genuine) against a Gaussian model of a subject (section 4.1).
 """

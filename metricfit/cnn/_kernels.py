@@ -1,9 +1,9 @@
 r"""numba kernels of the LeNet-style layers: valid 2-D convolution with a connection table and
-trainable subsampling, forward and hand-written backward (seed 000, section 3.2; LeCun et al.
-1998, section II.B). Pure: arrays and scalars in, new arrays out (the ``*_into`` cores write
-into an output array the caller owns, so that :mod:`._threads` can run them on slices of one
-batch). Serial, ``cache=True``, ``nogil=True`` (threads run them side by side), compiled on first
-use, no ``fastmath``.
+trainable subsampling, each optionally followed by tanh, forward and hand-written backward
+(seed 000, section 3.2; LeCun et al. 1998, section II.B). Pure: arrays and scalars in, new
+arrays out (the ``*_into`` cores write into an output array the caller owns, so that
+:mod:`._threads` can run them on slices of one batch). Serial, ``cache=True``, ``nogil=True``
+(threads run them side by side), compiled on first use, no ``fastmath``.
 
 Layout: a batch of feature maps is ``(n, channels, height, width)``, C-contiguous, float32 or
 float64 (the output has the input's dtype).
@@ -16,14 +16,16 @@ The convolution is a *correlation*, as in convnets and ``scipy.signal.correlate2
     Y_{o}[r, q] = b_o + \sum_{c:\,T_{oc}} \sum_{u<k_h,\, v<k_w} W_{ocuv}\, X_c[r + u, q + v].
 
 **The flat-row trick.** With the maps stored row-major, ``X_c[r + u, q + v]`` is
-``x_c[(r w + q) + (u w + v)]`` for the flat map x_c of width w. So one kernel tap (u, v) adds
-``W_ocuv * x_c[off : off + span]`` to a flat accumulator ``acc[p]``, ``p = r w + q``, with
-``off = u w + v`` and ``span = (h_o - 1) w + w_o``: one long contiguous AXPY per tap (395 to 2295
-elements here) instead of ``h_o`` short rows of ``w_o`` (15 wide in C3, too short for the
-vector units; PERF-NOTES). The entries of ``acc`` with ``q >= w_o`` wrap into the next row and
-are discarded. Loops index *slices* (``xs = x[off:off + span]; xs[p]``): an index ``off + p``
-makes numba emit a negative-index wrap-around test that blocks vectorisation (measured 1.9 vs
-14 GFMA/s in float32).
+``x_c[(r w + q) + (u w + v)]`` for the flat map x_c of width w. So one kernel tap t = (u, v)
+adds ``W_oct * x_c[off_t : off_t + span]`` to a flat accumulator ``acc[p]``, ``p = r w + q``,
+with ``off_t = u w + v`` and ``span = (h_o - 1) w + w_o``: one long contiguous pass per tap
+(395 to 2295 elements here) instead of ``h_o`` short rows of ``w_o`` (15 wide in C3, too short
+for the vector units; PERF-NOTES). The entries of ``acc`` with ``q >= w_o`` wrap into the next
+row and are discarded. Loops index *slices* (``xs = x[off:off + span]; xs[p]``): an index
+``off + p`` makes numba emit a negative-index wrap-around test that blocks vectorisation.
+:func:`_correlate_add` takes **eight taps per pass** over ``acc`` (``acc[p] += (w0 x0[p] + w1
+x1[p]) + ... + (w6 x6[p] + w7 x7[p])``, a fixed bracketing, no re-association): one load and
+one store of ``acc`` per eight multiply-adds instead of per one.
 
 **Backward.** With upstream ``G = dL/dY`` spread on the same flat grid (``Ge``, zeros in the
 wrap-around columns, so they contribute nothing):
@@ -31,20 +33,36 @@ wrap-around columns, so they contribute nothing):
 .. math::
 
     \frac{\partial L}{\partial b_o} = \sum_{n,r,q} G_{no}[r,q], \qquad
-    \frac{\partial L}{\partial W_{ocuv}} = \sum_n \sum_p Ge_{no}[p]\; x_{nc}[p + u w + v],
+    \frac{\partial L}{\partial W_{oct}} = \sum_n \sum_p Ge_{no}[p]\; x_{nc}[p + off_t],
 
-    \frac{\partial L}{\partial x_{nc}}[p + u w + v] \mathrel{+}= W_{ocuv}\, Ge_{no}[p]
-    \quad (\text{the transposed AXPY}).
+    \frac{\partial L}{\partial x_{nc}}[m] = \sum_{o:\,T_{oc}} \sum_t W_{oct}\, Ge_{no}[m - off_t].
+
+The input gradient is a *full* correlation with the flipped kernel: with ``Ge`` padded by
+``pad = (k_h - 1) w + k_w - 1`` zeros on both sides (``Gp``), ``dx_nc[m] = sum_o sum_t'
+W_oc,T-1-t' Gp_no[m + off_t']`` for every m < h w (flipping u and v reverses the tap order,
+and the offsets stay ``u' w + v'``). A column ``m - off_t`` that falls left of its row lands in
+a wrap-around column of the row above, which is zero, so the flat formula is exact. It runs on
+:func:`_correlate_add` like the forward pass and writes each ``dx_nc`` once (no scattered
+``+=`` into dX, no zero fill of dX).
 
 The weight gradient is a dot product per tap; a float dot product does not vectorise without
 re-association (``fastmath``, banned in reductions here), so it is accumulated element-wise,
 ``buf[tap, p] += Ge_no[p] x_nc[p + off]`` over the images n (a vectorised AXPY), and each
-``buf`` row is summed once at the end (float32, 128 images, one core: 7.5 GFMA/s, against
-3.0 for a dot product unrolled into 8 scalar chains, which LLVM does not vectorise either).
-The positions p are taken in tiles of ``TILE`` = 128 that all accumulate into one
-``(taps, TILE)`` buffer (25 KB for C1's 49 taps: L1, where a ``(taps, span)`` buffer is 384 KB):
-per 16 images on one core, C1's weight gradient went from 5.6 to 2.9 ms and C3's from 8.8 to
-5.8 ms.
+``buf`` row is summed once at the end. The positions p are taken in tiles of ``TILE`` = 128
+that all accumulate into one ``(taps, TILE)`` buffer (25 KB for C1's 49 taps: L1), four
+images per pass: ``buf[t, p] += (g_1 x_1 + g_2 x_2) + (g_3 x_3 + g_4 x_4)`` (fixed order).
+Per 16 images on one core of the busy machine (fastest of 40, a scratch timing) this took
+C3's weight gradient from about 9.5 to 5.1 ms.
+
+**tanh fused.** ``squash=True`` applies tanh to the output as it is written
+(``Y = tanh(conv + b)``), and the backward pass then takes ``dL/dY`` of the squashed output
+and folds ``tanh' = 1 - Y^2`` into the spread of ``Ge``: no separate tanh pass over the maps,
+no intermediate array. float32 uses :func:`tanh32`, a rational approximation that vectorises
+(below); float64 uses ``np.tanh``.
+
+``error_model="numpy"`` on the kernels that divide: numba's default Python error model checks
+every float division for zero (to raise ZeroDivisionError), and that branch blocks
+vectorisation. It changes no arithmetic.
 """
 
 import numpy as np
@@ -55,12 +73,108 @@ TILE = 128  # flat positions per tile of the weight gradient: 49 taps x 128 x 4 
 __all__ = [
     "conv2d_forward", "conv2d_forward_into", "conv2d_backward", "conv2d_backward_into",
     "subsample_forward", "subsample_forward_into", "subsample_backward", "subsample_backward_into",
+    "tanh32", "squash_into", "TANH32_CLAMP",
 ]
+
+_F32 = np.float32
+TANH32_CLAMP = _F32(7.90531110763549805)  # tanh32 of it rounds to < 1 in float32
+_TANH32_TINY = _F32(4e-4)  # below it tanh32 returns x (tanh x = x to float32 precision)
+_A1, _A3, _A5, _A7, _A9, _A11, _A13 = (_F32(v) for v in (
+    4.89352455891786e-03, 6.37261928875436e-04, 1.48572235717979e-05, 5.12229709037114e-08,
+    -8.60467152213735e-11, 2.00018790482477e-13, -2.76076847742355e-16))
+_B0, _B2, _B4, _B6 = (_F32(v) for v in (
+    4.89352518554385e-03, 2.26843463243900e-03, 1.18534705686654e-04, 1.19825839466702e-06))
+
+
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def tanh32(x):  # pragma: no cover (compiled)
+    """float32 tanh as Eigen's ``generic_fast_tanh_float``: the input clamped to
+    ``[-7.905, 7.905]``, then an odd degree-13 over an even degree-6 polynomial in x. Branch-free
+    (selects), so loops over it vectorise; at most 6 float32 ulp from the exact tanh (the test
+    checks 4e-7 relative over [-12, 12]; NumPy's float32 tanh: 1.4 ulp) and never above 1 in
+    absolute value."""
+    v = TANH32_CLAMP if x > TANH32_CLAMP else x
+    v = -TANH32_CLAMP if v < -TANH32_CLAMP else v
+    v2 = v * v
+    p = v2 * _A13 + _A11
+    p = p * v2 + _A9
+    p = p * v2 + _A7
+    p = p * v2 + _A5
+    p = p * v2 + _A3
+    p = p * v2 + _A1
+    q = v2 * _B6 + _B4
+    q = q * v2 + _B2
+    q = q * v2 + _B0
+    r = p * v / q
+    return r if abs(v) >= _TANH32_TINY else v
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def squash_into(src, bias, dst, squash):  # pragma: no cover (compiled)
+    """``dst = tanh(src + bias)`` when ``squash``, else ``src + bias`` (1-D, same length):
+    :func:`tanh32` in float32, ``np.tanh`` in float64."""
+    n = dst.size
+    if not squash:
+        for p in range(n):
+            dst[p] = src[p] + bias
+    elif dst.itemsize == 4:
+        for p in range(n):
+            dst[p] = tanh32(src[p] + bias)
+    else:
+        for p in range(n):
+            dst[p] = np.tanh(src[p] + bias)
 
 
 @njit(cache=True, nogil=True)
-def conv2d_forward(X, W, b, table):  # pragma: no cover (compiled)
-    """Valid, stride-1 correlation of many maps through a connection table.
+def _tap_offsets(kh, kw, w):  # pragma: no cover (compiled)
+    """``off[u kw + v] = u w + v``: flat offset of each kernel tap in maps of width w."""
+    offs = np.empty(kh * kw, np.int64)
+    for u in range(kh):
+        for v in range(kw):
+            offs[u * kw + v] = u * w + v
+    return offs
+
+
+@njit(cache=True, nogil=True)
+def _correlate_add(x, taps, offs, acc):  # pragma: no cover (compiled)
+    """``acc[p] += sum_t taps[t] x[offs[t] + p]`` for p < acc.size, eight taps per pass over
+    ``acc`` (then four, then one at a time: 36 taps = 4 x 8 + 4), in a fixed order."""
+    size, n_taps, t = acc.size, taps.size, 0
+    while t + 8 <= n_taps:
+        w0, w1, w2, w3 = taps[t], taps[t + 1], taps[t + 2], taps[t + 3]
+        w4, w5, w6, w7 = taps[t + 4], taps[t + 5], taps[t + 6], taps[t + 7]
+        x0 = x[offs[t]:offs[t] + size]
+        x1 = x[offs[t + 1]:offs[t + 1] + size]
+        x2 = x[offs[t + 2]:offs[t + 2] + size]
+        x3 = x[offs[t + 3]:offs[t + 3] + size]
+        x4 = x[offs[t + 4]:offs[t + 4] + size]
+        x5 = x[offs[t + 5]:offs[t + 5] + size]
+        x6 = x[offs[t + 6]:offs[t + 6] + size]
+        x7 = x[offs[t + 7]:offs[t + 7] + size]
+        for p in range(size):
+            acc[p] += (((w0 * x0[p] + w1 * x1[p]) + (w2 * x2[p] + w3 * x3[p]))
+                       + ((w4 * x4[p] + w5 * x5[p]) + (w6 * x6[p] + w7 * x7[p])))
+        t += 8
+    if t + 4 <= n_taps:
+        w0, w1, w2, w3 = taps[t], taps[t + 1], taps[t + 2], taps[t + 3]
+        x0 = x[offs[t]:offs[t] + size]
+        x1 = x[offs[t + 1]:offs[t + 1] + size]
+        x2 = x[offs[t + 2]:offs[t + 2] + size]
+        x3 = x[offs[t + 3]:offs[t + 3] + size]
+        for p in range(size):
+            acc[p] += (w0 * x0[p] + w1 * x1[p]) + (w2 * x2[p] + w3 * x3[p])
+        t += 4
+    while t < n_taps:
+        w0 = taps[t]
+        x0 = x[offs[t]:offs[t] + size]
+        for p in range(size):
+            acc[p] += w0 * x0[p]
+        t += 1
+
+
+def conv2d_forward(X, W, b, table, squash=False):
+    """Valid, stride-1 correlation of many maps through a connection table (then tanh when
+    ``squash``): one call of :func:`conv2d_forward_into` on the whole batch.
 
     Parameters
     ----------
@@ -70,6 +184,8 @@ def conv2d_forward(X, W, b, table):  # pragma: no cover (compiled)
     b : ndarray of shape (c_out,)
     table : ndarray of shape (c_out, c_in), bool or uint8
         ``table[o, c]`` true when output map o reads input map c.
+    squash : bool, default=False
+        Return ``tanh`` of the correlation.
 
     Returns
     -------
@@ -78,120 +194,156 @@ def conv2d_forward(X, W, b, table):  # pragma: no cover (compiled)
     n, c_in, h, w = X.shape
     c_out, _, kh, kw = W.shape
     Y = np.empty((n, c_out, h - kh + 1, w - kw + 1), X.dtype)
-    conv2d_forward_into(X, W, b, table, Y)
+    conv2d_forward_into(X, W.astype(X.dtype), b.astype(X.dtype), table, Y, squash)
     return Y
 
 
 @njit(cache=True, nogil=True)
-def conv2d_forward_into(X, W, b, table, Y):  # pragma: no cover (compiled)
+def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compiled)
     """:func:`conv2d_forward` written into ``Y`` of shape (n, c_out, ho, wo)."""
     n, c_in, h, w = X.shape
     c_out, _, kh, kw = W.shape
     ho, wo = h - kh + 1, w - kw + 1
     span = (ho - 1) * w + wo
     X3 = X.reshape(n, c_in, h * w)
+    taps = np.ascontiguousarray(W).reshape(c_out, c_in, kh * kw)
+    offs = _tap_offsets(kh, kw, w)
     acc = np.empty(span, X.dtype)
     for i in range(n):
         for o in range(c_out):
             acc[:] = 0
             for c in range(c_in):
-                if not table[o, c]:
-                    continue
-                x = X3[i, c]
-                for u in range(kh):
-                    for v in range(kw):
-                        weight = W[o, c, u, v]
-                        xs = x[u * w + v:u * w + v + span]
-                        for p in range(span):
-                            acc[p] += weight * xs[p]
+                if table[o, c]:
+                    _correlate_add(X3[i, c], taps[o, c], offs, acc)
             for r in range(ho):
-                for q in range(wo):
-                    Y[i, o, r, q] = acc[r * w + q] + b[o]
+                squash_into(acc[r * w:r * w + wo], b[o], Y[i, o, r], squash)
 
 
 @njit(cache=True, nogil=True)
-def _spread(dY, w):  # pragma: no cover (compiled)
-    """``dY`` (n, c, ho, wo) on the flat grid of row width w (zeros in the wrap-around
-    columns), shape (n, c, span); and its per-map sums (the bias gradient)."""
+def _spread(dY, Y, w, pad):  # pragma: no cover (compiled)
+    """``dL/d(pre-activation)`` on the flat grid of row width w, zero-padded by ``pad`` on each
+    side: ``Gp`` of shape (n, c, span + 2 pad), zeros in the wrap-around columns and the pads;
+    and its per-map sums (the bias gradient). ``Y`` is the squashed output (its tanh' =
+    1 - Y^2 multiplies dY), or empty when the layer has no tanh."""
     n, c_out, ho, wo = dY.shape
     span = (ho - 1) * w + wo
-    Ge = np.empty((n, c_out, span), dY.dtype)
+    Gp = np.zeros((n, c_out, span + 2 * pad), dY.dtype)
     db = np.zeros(c_out, dY.dtype)
+    squash = Y.size > 0
     for i in range(n):
         for o in range(c_out):
-            ge = Ge[i, o]
+            ge = Gp[i, o, pad:pad + span]
             for r in range(ho):
                 dy = dY[i, o, r]
                 row = ge[r * w:r * w + wo]
-                for q in range(wo):
-                    row[q] = dy[q]
-                if r < ho - 1:
-                    ge[r * w + wo:(r + 1) * w] = 0
-            db[o] += dY[i, o].sum()
-    return Ge, db
+                if squash:
+                    y = Y[i, o, r]
+                    for q in range(wo):
+                        row[q] = dy[q] * (1 - y[q] * y[q])
+                else:
+                    for q in range(wo):
+                        row[q] = dy[q]
+            total = db[o] * 0
+            for p in range(span):
+                total += ge[p]
+            db[o] += total
+    return Gp, db
 
 
 @njit(cache=True, nogil=True)
-def _weight_grad(X3, Ge, table, kh, kw, w):  # pragma: no cover (compiled)
-    """``dW[o, c, u, v] = sum_n sum_p Ge[n, o, p] X3[n, c, p + u w + v]``, element-wise
-    accumulation in ``buf`` then one row sum per tap (see the module docstring). The flat
-    positions p are taken in tiles of ``TILE``, all accumulated into the same ``TILE``-wide
-    ``buf`` (the sum runs over p anyway), so ``buf`` stays in L1 whatever the map size."""
+def _weight_grad(X3, Gp, pad, table, kh, kw, w):  # pragma: no cover (compiled)
+    """``dW[o, c, u, v] = sum_n sum_p Ge[n, o, p] X3[n, c, p + u w + v]`` (Ge = the unpadded
+    part of Gp), element-wise accumulation in ``buf`` then one row sum per tap (see the module
+    docstring). The flat positions p are taken in tiles of ``TILE``, all accumulated into the
+    same ``TILE``-wide ``buf`` (the sum runs over p anyway), so ``buf`` stays in L1; four images
+    per pass over ``buf`` (one load and store of ``buf`` per four multiply-adds)."""
     n, c_in, _ = X3.shape
-    c_out, span = Ge.shape[1], Ge.shape[2]
+    c_out = Gp.shape[1]
+    span = Gp.shape[2] - 2 * pad
+    n_taps = kh * kw
+    offs = _tap_offsets(kh, kw, w)
     dW = np.zeros((c_out, c_in, kh, kw), X3.dtype)
-    buf = np.empty((kh * kw, TILE), X3.dtype)
+    buf = np.empty((n_taps, TILE), X3.dtype)
     for o in range(c_out):
         for c in range(c_in):
             if not table[o, c]:
                 continue
             buf[:] = 0
-            for i in range(n):
-                x = X3[i, c]
-                for start in range(0, span, TILE):
-                    size = min(TILE, span - start)
-                    g = Ge[i, o, start:start + size]
-                    for u in range(kh):
-                        for v in range(kw):
-                            xs = x[start + u * w + v:start + u * w + v + size]
-                            row = buf[u * kw + v]
-                            for p in range(size):
-                                row[p] += g[p] * xs[p]
-            for u in range(kh):
-                for v in range(kw):
-                    row = buf[u * kw + v]
-                    total = row[0] * 0
-                    for p in range(TILE):
-                        total += row[p]
-                    dW[o, c, u, v] = total
+            i = 0
+            while i + 4 <= n:  # (separate 1-D arguments: 2-D slices would not be contiguous)
+                _weight_grad_4(X3[i, c], X3[i + 1, c], X3[i + 2, c], X3[i + 3, c],
+                               Gp[i, o, pad:pad + span], Gp[i + 1, o, pad:pad + span],
+                               Gp[i + 2, o, pad:pad + span], Gp[i + 3, o, pad:pad + span],
+                               offs, buf)
+                i += 4
+            while i < n:
+                _weight_grad_1(X3[i, c], Gp[i, o, pad:pad + span], offs, buf)
+                i += 1
+            for t in range(n_taps):
+                row = buf[t]
+                total = row[0] * 0
+                for p in range(TILE):
+                    total += row[p]
+                dW[o, c, t // kw, t % kw] = total
     return dW
 
 
 @njit(cache=True, nogil=True)
-def _input_grad_into(W, Ge, table, w, dX):  # pragma: no cover (compiled)
-    """``dX[n, c, p + u w + v] = sum W[o, c, u, v] Ge[n, o, p]`` over connected (o, c), into
-    the flat maps ``dX`` (n, c_in, h w) of width w."""
-    n, c_out, span = Ge.shape
-    c_in, kh, kw = W.shape[1], W.shape[2], W.shape[3]
-    dX[:] = 0
-    for i in range(n):
-        for c in range(c_in):
-            dx = dX[i, c]
-            for o in range(c_out):
-                if not table[o, c]:
-                    continue
-                g = Ge[i, o]
-                for u in range(kh):
-                    for v in range(kw):
-                        weight = W[o, c, u, v]
-                        dxs = dx[u * w + v:u * w + v + span]
-                        for p in range(span):
-                            dxs[p] += weight * g[p]
+def _weight_grad_4(xa, xb, xc, xd, g0, g1, g2, g3, offs, buf):  # pragma: no cover (compiled)
+    """``buf[t, p % TILE] += sum over the 4 images of g[p] x[p + offs[t]]`` (fixed order)."""
+    span = g0.size
+    for start in range(0, span, TILE):
+        size = min(TILE, span - start)
+        ga, gb = g0[start:start + size], g1[start:start + size]
+        gc, gd = g2[start:start + size], g3[start:start + size]
+        for t in range(offs.size):
+            lo = start + offs[t]
+            a, b = xa[lo:lo + size], xb[lo:lo + size]
+            c, d = xc[lo:lo + size], xd[lo:lo + size]
+            row = buf[t]
+            for p in range(size):
+                row[p] += (ga[p] * a[p] + gb[p] * b[p]) + (gc[p] * c[p] + gd[p] * d[p])
 
 
 @njit(cache=True, nogil=True)
-def conv2d_backward(X, W, table, dY, input_grad):  # pragma: no cover (compiled)
-    """Gradients of :func:`conv2d_forward` for the upstream gradient ``dY = dL/dY``.
+def _weight_grad_1(x, g, offs, buf):  # pragma: no cover (compiled)
+    """:func:`_weight_grad_4` for one image (the rest of a batch not divisible by 4)."""
+    span = g.size
+    for start in range(0, span, TILE):
+        size = min(TILE, span - start)
+        gs = g[start:start + size]
+        for t in range(offs.size):
+            xs = x[start + offs[t]:start + offs[t] + size]
+            row = buf[t]
+            for p in range(size):
+                row[p] += gs[p] * xs[p]
+
+
+@njit(cache=True, nogil=True)
+def _input_grad_into(W, Gp, table, w, dX):  # pragma: no cover (compiled)
+    """``dX[n, c] = sum_o full correlation of Gp[n, o] with the flipped W[o, c]`` (module
+    docstring), into the flat maps ``dX`` (n, c_in, h w) of width w; every entry written."""
+    n, c_out, _ = Gp.shape
+    c_in, kh, kw = W.shape[1], W.shape[2], W.shape[3]
+    n_taps = kh * kw
+    flipped = np.empty((c_out, c_in, n_taps), W.dtype)  # tap t' of the flipped kernel
+    for o in range(c_out):
+        for c in range(c_in):
+            for t in range(n_taps):
+                flipped[o, c, t] = W[o, c, (n_taps - 1 - t) // kw, (n_taps - 1 - t) % kw]
+    offs = _tap_offsets(kh, kw, w)
+    for i in range(n):
+        for c in range(c_in):
+            acc = dX[i, c]
+            acc[:] = 0
+            for o in range(c_out):
+                if table[o, c]:
+                    _correlate_add(Gp[i, o], flipped[o, c], offs, acc)
+
+
+def conv2d_backward(X, W, table, dY, input_grad, Y=None):
+    """Gradients of :func:`conv2d_forward` for the upstream gradient ``dY = dL/dY``: one call of
+    :func:`conv2d_backward_into` on the whole batch.
 
     Parameters
     ----------
@@ -200,6 +352,9 @@ def conv2d_backward(X, W, table, dY, input_grad):  # pragma: no cover (compiled)
     dY : ndarray of shape (n, c_out, ho, wo)
     input_grad : bool
         Compute dL/dX (False for the first layer, whose input is the data).
+    Y : ndarray of shape (n, c_out, ho, wo), optional
+        The output of ``conv2d_forward(..., squash=True)``: dY is then the gradient of the
+        squashed output. None: no tanh.
 
     Returns
     -------
@@ -209,26 +364,28 @@ def conv2d_backward(X, W, table, dY, input_grad):  # pragma: no cover (compiled)
     """
     n, c_in, h, w = X.shape
     dX = np.empty((n, c_in, h, w) if input_grad else (0, 0, 0, 0), X.dtype)
-    dW, db = conv2d_backward_into(X, W, table, dY, dX)
+    Y = np.empty((0, 0, 0, 0), X.dtype) if Y is None else Y
+    dW, db = conv2d_backward_into(X, W.astype(X.dtype), table, dY, Y, dX)
     return dX, dW, db
 
 
 @njit(cache=True, nogil=True)
-def conv2d_backward_into(X, W, table, dY, dX):  # pragma: no cover (compiled)
+def conv2d_backward_into(X, W, table, dY, Y, dX):  # pragma: no cover (compiled)
     """:func:`conv2d_backward` with dL/dX written into ``dX`` (n, c_in, h, w); an empty dX
-    (size 0) skips it. Returns ``(dW, db)``."""
+    (size 0) skips it, an empty Y means no tanh. Returns ``(dW, db)``."""
     n, c_in, h, w = X.shape
     kh, kw = W.shape[2], W.shape[3]
-    Ge, db = _spread(dY, w)
-    dW = _weight_grad(X.reshape(n, c_in, h * w), Ge, table, kh, kw, w)
+    pad = (kh - 1) * w + kw - 1
+    Gp, db = _spread(dY, Y, w, pad)
+    dW = _weight_grad(X.reshape(n, c_in, h * w), Gp, pad, table, kh, kw, w)
     if dX.size > 0:
-        _input_grad_into(W, Ge, table, w, dX.reshape(n, c_in, h * w))
+        _input_grad_into(W, Gp, table, w, dX.reshape(n, c_in, h * w))
     return dW, db
 
 
-@njit(cache=True, nogil=True)
-def subsample_forward(X, coef, bias, sh, sw):  # pragma: no cover (compiled)
-    r"""LeNet trainable subsampling: ``Y[m] = coef[m] * mean of each sh x sw window + bias[m]``.
+def subsample_forward(X, coef, bias, sh, sw, squash=False):
+    r"""LeNet trainable subsampling: ``Y[m] = coef[m] * mean of each sh x sw window + bias[m]``
+    (then tanh when ``squash``): one call of :func:`subsample_forward_into` on the whole batch.
 
     Non-overlapping windows from the top-left corner; rows (columns) beyond the last whole
     window are dropped (``ho = h // sh``, ``wo = w // sw``).
@@ -241,34 +398,43 @@ def subsample_forward(X, coef, bias, sh, sw):  # pragma: no cover (compiled)
     n, m, h, w = X.shape
     means = np.empty((n, m, h // sh, w // sw), X.dtype)
     Y = np.empty((n, m, h // sh, w // sw), X.dtype)
-    subsample_forward_into(X, coef, bias, sh, sw, Y, means)
+    subsample_forward_into(X, coef.astype(X.dtype), bias.astype(X.dtype), sh, sw, Y, means,
+                           squash)
     return Y, means
 
 
 @njit(cache=True, nogil=True)
-def subsample_forward_into(X, coef, bias, sh, sw, Y, means):  # pragma: no cover (compiled)
-    """:func:`subsample_forward` written into ``Y`` and ``means`` (n, m, h // sh, w // sw)."""
+def subsample_forward_into(X, coef, bias, sh, sw, Y, means, squash):  # pragma: no cover
+    """:func:`subsample_forward` written into ``Y`` and ``means`` (n, m, h // sh, w // sw).
+    Row by row (each window sum adds its rows, then its columns, in order) so that the
+    loops run over contiguous rows."""
     n, m, h, w = X.shape
     ho, wo = h // sh, w // sw
     inv = 1.0 / (sh * sw)
+    total = np.empty(wo, X.dtype)
+    pre = np.empty(wo, X.dtype)
     for i in range(n):
         for c in range(m):
             for r in range(ho):
+                total[:] = 0
+                for a in range(sh):
+                    row = X[i, c, r * sh + a]
+                    for t in range(sw):
+                        for q in range(wo):
+                            total[q] += row[q * sw + t]
+                mean_row = means[i, c, r]
                 for q in range(wo):
-                    total = X[i, c, r * sh, q * sw] * 0
-                    for a in range(sh):
-                        for t in range(sw):
-                            total += X[i, c, r * sh + a, q * sw + t]
-                    means[i, c, r, q] = total * inv
-                    Y[i, c, r, q] = coef[c] * means[i, c, r, q] + bias[c]
+                    mean_row[q] = total[q] * inv
+                    pre[q] = coef[c] * mean_row[q]
+                squash_into(pre, bias[c], Y[i, c, r], squash)
 
 
-@njit(cache=True, nogil=True)
-def subsample_backward(means, coef, dY, h, w, sh, sw):  # pragma: no cover (compiled)
-    r"""Gradients of :func:`subsample_forward`.
+def subsample_backward(means, coef, dY, h, w, sh, sw, Y=None):
+    r"""Gradients of :func:`subsample_forward`: one call of :func:`subsample_backward_into`.
 
-    ``dL/dcoef_m = sum dY_m * means_m``, ``dL/dbias_m = sum dY_m``, and every input of a
-    window gets ``coef_m dY / (sh sw)`` (dropped rows and columns get 0).
+    With ``g = dY`` (times ``1 - Y^2`` when Y, the squashed output, is given):
+    ``dL/dcoef_m = sum g_m * means_m``, ``dL/dbias_m = sum g_m``, and every input of a
+    window gets ``coef_m g / (sh sw)`` (dropped rows and columns get 0).
 
     Returns
     -------
@@ -276,28 +442,44 @@ def subsample_backward(means, coef, dY, h, w, sh, sw):  # pragma: no cover (comp
     dcoef, dbias : ndarrays of shape (m,)
     """
     dX = np.empty((dY.shape[0], dY.shape[1], h, w), dY.dtype)
-    dcoef, dbias = subsample_backward_into(means, coef, dY, sh, sw, dX)
+    Y = np.empty((0, 0, 0, 0), dY.dtype) if Y is None else Y
+    dcoef, dbias = subsample_backward_into(means, coef.astype(dY.dtype), dY, Y, sh, sw, dX)
     return dX, dcoef, dbias
 
 
 @njit(cache=True, nogil=True)
-def subsample_backward_into(means, coef, dY, sh, sw, dX):  # pragma: no cover (compiled)
-    """:func:`subsample_backward` with dL/dX written into ``dX`` (n, m, h, w); returns
-    ``(dcoef, dbias)``."""
+def subsample_backward_into(means, coef, dY, Y, sh, sw, dX):  # pragma: no cover (compiled)
+    """:func:`subsample_backward` with dL/dX written into ``dX`` (n, m, h, w); an empty Y means
+    no tanh. Returns ``(dcoef, dbias)``."""
     n, m, ho, wo = dY.shape
+    h, w = dX.shape[2], dX.shape[3]
     inv = 1.0 / (sh * sw)
-    dX[:] = 0
+    squash = Y.size > 0
     dcoef = np.zeros(m, dY.dtype)
     dbias = np.zeros(m, dY.dtype)
+    g = np.empty(wo, dY.dtype)
+    share = np.empty(wo, dY.dtype)
     for i in range(n):
         for c in range(m):
             for r in range(ho):
+                dy = dY[i, c, r]
+                if squash:
+                    y = Y[i, c, r]
+                    for q in range(wo):
+                        g[q] = dy[q] * (1 - y[q] * y[q])
+                else:
+                    g[:] = dy
+                mean_row = means[i, c, r]
+                for q in range(wo):  # in order: the sums do not depend on the vector width
+                    dcoef[c] += g[q] * mean_row[q]
+                    dbias[c] += g[q]
                 for q in range(wo):
-                    g = dY[i, c, r, q]
-                    dcoef[c] += g * means[i, c, r, q]
-                    dbias[c] += g
-                    share = coef[c] * g * inv
-                    for a in range(sh):
-                        for t in range(sw):
-                            dX[i, c, r * sh + a, q * sw + t] = share
+                    share[q] = coef[c] * g[q] * inv
+                for a in range(sh):
+                    row = dX[i, c, r * sh + a]
+                    for t in range(sw):
+                        for q in range(wo):
+                            row[q * sw + t] = share[q]
+                    row[wo * sw:] = 0  # columns beyond the last whole window
+            dX[i, c, ho * sh:] = 0  # rows beyond the last whole window
     return dcoef, dbias

@@ -3,8 +3,9 @@ r"""The layers of the LeNet-style network: objects that hold sizes only and call
 Every layer maps a batch ``X`` to ``Y`` and back: ``forward(params, X) -> (Y, cache)`` and
 ``backward(params, cache, dY, input_grad) -> (dX, grads)``, with ``params`` and ``grads`` dicts
 of arrays named as in ``shapes``. Convolution and subsampling run the numba kernels of
-:mod:`._kernels`; the fully connected layer is two GEMMs and tanh is NumPy's vectorised
-``np.tanh`` (faster than a numba scalar tanh, PERF-NOTES), so both stay in NumPy.
+:mod:`._kernels`, with the tanh that follows them fused in (``squash=True``: the forward pass
+writes tanh of its output, the backward pass folds ``1 - Y^2`` into its first loop); the fully
+connected layer is two GEMMs and its tanh is NumPy's ``np.tanh`` (both stay in NumPy).
 
 Back-propagation through each layer (LeCun et al. 1998, appendix; seed 000 section 3.2)::
 
@@ -80,6 +81,16 @@ def _sum_in_order(arrays):
     return total
 
 
+_NONE = {np.dtype(t).char: np.empty((0, 0, 0, 0), t) for t in (np.float32, np.float64)}
+"""Empty stand-ins for "no squashed output" (the kernels take an empty Y as no tanh)."""
+
+
+def _as(param, X):
+    """A parameter array C-contiguous in the dtype of the data (the kernels' types must
+    agree)."""
+    return np.ascontiguousarray(param, dtype=X.dtype)
+
+
 def _uniform(rng, fan_in, shape):
     """Uniform weights of standard deviation ``1 / sqrt(fan_in)`` for tanh units (LeCun,
     Bottou, Orr, Mueller, *Efficient BackProp*, 1998, section 4.6): ``U[-a, a]``,
@@ -90,12 +101,15 @@ def _uniform(rng, fan_in, shape):
 
 
 class Conv2D:
-    """Valid stride-1 convolution layer with a connection table (seed 000 C1, C3, C5)."""
+    """Valid stride-1 convolution layer with a connection table (seed 000 C1, C3), with the
+    tanh that follows it fused in when ``squash`` (``Y = tanh(conv + b)``; the backward pass
+    then takes dL/dY of the squashed output)."""
 
-    def __init__(self, n_in, n_out, kernel, table=None):
+    def __init__(self, n_in, n_out, kernel, table=None, squash=False):
         self.n_in, self.n_out, self.kernel = int(n_in), int(n_out), tuple(kernel)
         self.table = np.ones((n_out, n_in), bool) if table is None else np.asarray(table, bool)
         self._table_u8 = self.table.astype(np.uint8)
+        self.squash = bool(squash)
 
     @property
     def shapes(self):
@@ -115,26 +129,30 @@ class Conv2D:
         return {"W": W * self.table[:, :, None, None], "b": np.zeros(self.n_out)}
 
     def forward(self, params, X):
-        W, b, table = params["W"], params["b"], self._table_u8
+        W, b, table = _as(params["W"], X), _as(params["b"], X), self._table_u8
         Y = np.empty((X.shape[0],) + self.output_shape(X.shape[1:]), X.dtype)
-        map_chunks(lambda rows: _kernels.conv2d_forward_into(X[rows], W, b, table, Y[rows]),
-                   X.shape[0])
-        return Y, X
+        map_chunks(lambda rows: _kernels.conv2d_forward_into(X[rows], W, b, table, Y[rows],
+                                                             self.squash), X.shape[0])
+        return Y, (X, Y if self.squash else _NONE[X.dtype.char])
 
-    def backward(self, params, X, dY, input_grad=True):
-        W, table = params["W"], self._table_u8
+    def backward(self, params, cache, dY, input_grad=True):
+        X, Y = cache
+        W, table = _as(params["W"], X), self._table_u8
         dX = np.empty(X.shape if input_grad else (0, 0, 0, 0), X.dtype)
         parts = map_chunks(lambda rows: _kernels.conv2d_backward_into(
-            X[rows], W, table, dY[rows], dX[rows] if input_grad else dX), X.shape[0])
+            X[rows], W, table, dY[rows], Y[rows] if Y.size else Y,
+            dX[rows] if input_grad else dX), X.shape[0])
         dW, db = (_sum_in_order([p[k] for p in parts]) for k in (0, 1))
         return (dX if input_grad else None), {"W": dW, "b": db}
 
 
 class Subsample:
-    """LeNet trainable subsampling: per map, ``coef * window mean + bias`` (seed 000 S2, S4)."""
+    """LeNet trainable subsampling: per map, ``coef * window mean + bias`` (seed 000 S2, S4),
+    with the tanh that follows it fused in when ``squash`` (as :class:`Conv2D`)."""
 
-    def __init__(self, n_maps, window):
+    def __init__(self, n_maps, window, squash=False):
         self.n_maps, self.window = int(n_maps), tuple(window)
+        self.squash = bool(squash)
 
     @property
     def shapes(self):
@@ -149,19 +167,20 @@ class Subsample:
         return {"coef": np.ones(self.n_maps), "bias": np.zeros(self.n_maps)}
 
     def forward(self, params, X):
-        coef, bias = params["coef"], params["bias"]
+        coef, bias = _as(params["coef"], X), _as(params["bias"], X)
         Y = np.empty((X.shape[0],) + self.output_shape(X.shape[1:]), X.dtype)
         means = np.empty_like(Y)
         map_chunks(lambda rows: _kernels.subsample_forward_into(
-            X[rows], coef, bias, *self.window, Y[rows], means[rows]), X.shape[0])
-        return Y, (X.shape[2:], means)
+            X[rows], coef, bias, *self.window, Y[rows], means[rows], self.squash), X.shape[0])
+        return Y, (X.shape[2:], means, Y if self.squash else _NONE[X.dtype.char])
 
     def backward(self, params, cache, dY, input_grad=True):
-        (h, w), means = cache
-        coef = params["coef"]
+        (h, w), means, Y = cache
+        coef = _as(params["coef"], dY)
         dX = np.empty(dY.shape[:2] + (h, w), dY.dtype)
         parts = map_chunks(lambda rows: _kernels.subsample_backward_into(
-            means[rows], coef, dY[rows], *self.window, dX[rows]), dY.shape[0])
+            means[rows], coef, dY[rows], Y[rows] if Y.size else Y, *self.window, dX[rows]),
+            dY.shape[0])
         dcoef, dbias = (_sum_in_order([p[k] for p in parts]) for k in (0, 1))
         return dX, {"coef": dcoef, "bias": dbias}
 

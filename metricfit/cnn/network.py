@@ -10,9 +10,10 @@ For a 56x46 input (AT&T at half resolution) the layers are those of the paper::
     C5  conv 5x5, 45 -> 250              1x1  281500  (paper: 312750 = 250 x (50 x 25 + 1))
     F6  full 250 -> 50                          12550
 
-each followed by tanh, so ``G_W(X)`` lies in (-1, 1)^50 and the L1 energy is bounded by
-``Q = 2 * 50`` (seed 000 eq. 8 needs that bound). C5's kernel covers all of S4's output, so C5
-is a fully connected layer on the flattened S4 maps and runs as one GEMM.
+each followed by tanh (fused into the C1, S2, C3 and S4 kernels: ``ConvNet.layers`` holds
+tanh layers only after C5 and F6), so ``G_W(X)`` lies in (-1, 1)^50 and the L1 energy is
+bounded by ``Q = 2 * 50`` (seed 000 eq. 8 needs that bound). C5's kernel covers all of S4's
+output, so C5 is a fully connected layer on the flattened S4 maps and runs as one GEMM.
 
 Other inputs (:func:`network_spec`): the S4 window is chosen so that S4 gives a grid of at
 most 5x5 (``window = max(1, size // 5)`` per axis, remainders dropped) and C5 covers that grid;
@@ -126,17 +127,19 @@ class ConvNet:
         self.layers = {}
         self.output_shapes = {}
         shape = (1,) + spec.input_shape
-        plan = [("C1", Conv2D(1, m1, spec.c1_kernel)), ("S2", Subsample(m1, spec.s2_window)),
-                ("C3", Conv2D(m1, m3, spec.c3_kernel, lenet_table(m1, m3))),
-                ("S4", Subsample(m3, spec.s4_window))]
-        for name, layer in plan:
-            shape = self._add(name, layer, shape)
+        plan = [("C1", Conv2D(1, m1, spec.c1_kernel, squash=True)),
+                ("S2", Subsample(m1, spec.s2_window, squash=True)),
+                ("C3", Conv2D(m1, m3, spec.c3_kernel, lenet_table(m1, m3), squash=True)),
+                ("S4", Subsample(m3, spec.s4_window, squash=True))]
+        for name, layer in plan:  # tanh fused into the layer
+            shape = self._add(name, layer, shape, tanh=False)
         shape = self._add("C5", Dense(int(np.prod(shape)), m5), shape)
         self._add("F6", Dense(m5, spec.n_outputs), shape)
 
-    def _add(self, name, layer, shape):
+    def _add(self, name, layer, shape, tanh=True):
         self.layers[name] = layer
-        self.layers["tanh" + name] = Tanh()
+        if tanh:
+            self.layers["tanh" + name] = Tanh()
         self.output_shapes[name] = layer.output_shape(shape)
         return self.output_shapes[name]
 

@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from .. import __version__
 from .._validation import Interval, StrOptions, validate_params
 from ..cnn import ConvNet, NetworkSpec, energy_bound, num_threads
 from ..cnn.loss import ENERGIES
@@ -25,7 +26,11 @@ from ..optim import minimize
 from ..pairs import check_pair_labels
 from ._base import PairLearnerMixin, validation_accuracy, validation_split
 
-SAVE_FORMAT = "metricfit.SiameseCNN/1"
+SAVE_FORMAT = "metricfit.SiameseCNN"
+SAVE_VERSION = 1
+"""The file layout :meth:`SiameseCNN.save` writes (``format`` = ``"metricfit.SiameseCNN/1"``).
+Bump it when the layout changes and keep a reader for every older version in
+:meth:`SiameseCNN.load`; a newer version than this is refused with a clear error."""
 
 
 class SiameseCNN(PairLearnerMixin, BaseEstimator):
@@ -323,7 +328,9 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
         params = self.get_params()
         if not isinstance(params["random_state"], (Integral, type(None))):
             params["random_state"] = None  # a RandomState object is not data
-        np.savez(path, format=np.array(SAVE_FORMAT), params_json=np.array(json.dumps(params)),
+        np.savez(path, format=np.array(f"{SAVE_FORMAT}/{SAVE_VERSION}"),
+                 metricfit_version=np.array(__version__),
+                 params_json=np.array(json.dumps(params)),
                  spec_json=np.array(json.dumps(self.network_.spec.to_dict())),
                  weights=self.params_, threshold=self.threshold_,
                  input_mean=self.input_mean_, input_scale=self.input_scale_,
@@ -333,10 +340,13 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
 
     @classmethod
     def load(cls, path):
-        """A fitted :class:`SiameseCNN` from :meth:`save`'s file (``allow_pickle=False``)."""
+        """A fitted :class:`SiameseCNN` from :meth:`save`'s file (``allow_pickle=False``).
+
+        Reads every file format version up to ``SAVE_VERSION``; a file of a newer version (from
+        a newer metricfit), of an unknown version or not from :meth:`save` raises ValueError.
+        """
         with np.load(path, allow_pickle=False) as f:
-            if str(f["format"]) != SAVE_FORMAT:
-                raise ValueError(f"{path} is not a {SAVE_FORMAT} file.")
+            _check_save_format(f, path)
             params = json.loads(str(f["params_json"]))
             est = cls(**{k: _tuples(v) for k, v in params.items()})
             est.network_ = ConvNet(NetworkSpec.from_dict(json.loads(str(f["spec_json"]))))
@@ -349,6 +359,27 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
         est.input_shape_ = est.network_.spec.input_shape
         est.classes_ = np.array([-1, 1])
         return est
+
+
+def _check_save_format(f, path):
+    """The ``format`` entry of a saved model: ``"metricfit.SiameseCNN/<version>"``."""
+    fmt = str(f["format"]) if "format" in f.files else ""
+    name, _, version = fmt.partition("/")
+    if name != SAVE_FORMAT:
+        raise ValueError(f"{path} is not a {SAVE_FORMAT} file from SiameseCNN.save "
+                         f"(format entry {fmt!r}).")
+    if not version.isdigit() or int(version) < 1:
+        raise ValueError(f"{path}: unknown {SAVE_FORMAT} format version {version!r}; this "
+                         f"metricfit ({__version__}) reads versions 1 to {SAVE_VERSION}.")
+    if int(version) > SAVE_VERSION:
+        written_by = str(f["metricfit_version"]) if "metricfit_version" in f.files else "?"
+        raise ValueError(f"{path} was saved in {SAVE_FORMAT} format version {version} (by "
+                         f"metricfit {written_by}); this metricfit ({__version__}) reads "
+                         f"versions 1 to {SAVE_VERSION}: upgrade metricfit to load it.")
+    missing = {"params_json", "spec_json", "weights", "threshold"} - set(f.files)
+    if missing:
+        raise ValueError(f"{path} lacks the entries {sorted(missing)} of format version "
+                         f"{version}.")
 
 
 def _tuples(value):
