@@ -18,6 +18,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import Interval, StrOptions, validate_params
 from ..losses import nca
 from ..mappings import MAPPINGS
+
+NCA_MAPPINGS = ("linear", "mlp", "tanh")  # point mappings on feature vectors
 from ..metrics import calibrate_threshold
 from ..optim import minimize
 from ..pairs import check_pairs, check_points
@@ -147,7 +149,7 @@ class NCA(PairLearnerMixin, BaseEstimator):
     _score_kind = "distance"
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None), None],
-        "mapping": [StrOptions(set(MAPPINGS))],
+        "mapping": [StrOptions(set(NCA_MAPPINGS))],
         "n_hidden": [Interval(Integral, 1, None), None],
         "init": [StrOptions({"auto", "identity", "pca"}), "array-like"],
         "max_iter": [Interval(Integral, 1, None)],
