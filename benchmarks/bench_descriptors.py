@@ -101,6 +101,8 @@ def main(argv=None):
     times = {name: [] for name in transforms}
     load_before = os.getloadavg()
     with threadpool_limits(1):
+        blas = [{k: info.get(k) for k in ("internal_api", "version", "num_threads")}
+                for info in threadpool_info()]
         for _ in range(args.repeats):
             for name, transform in transforms.items():
                 start = time.perf_counter()
@@ -119,9 +121,7 @@ def main(argv=None):
         first = f"{cold[name]:.1f}" if name in cold else "-"
         print(f"{name:<12} {dims[name]:>6} {per_1000[name]:>16.2f} "
               f"{per_1000[name] / per_1000['lbp']:>7.1f} {first:>28}")
-    blas = [{k: info.get(k) for k in ("internal_api", "version", "num_threads")}
-            for info in threadpool_info()]
-    print(f"thread pools: {blas}")
+    print(f"thread pools while timing: {blas}")
 
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w") as out:

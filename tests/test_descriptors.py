@@ -167,7 +167,7 @@ def test_gabor_convolution_equals_scipy_ndimage(rng):
             g = kernels[k]
             ref = (ndimage.convolve(image, g.real, mode="reflect")
                    + 1j * ndimage.convolve(image, g.imag, mode="reflect"))
-            ours = response[pad_r:pad_r + 30, pad_c:pad_c + 25]
+            ours = response[pad_r:pad_r + 30, pad_c:pad_c + 25]  # pad_c is 0: image columns only
             assert_allclose(ours, ref, atol=1e-12 * np.abs(ref).max())
             assert_allclose(ours, convolve_reflect_ref(image, g), atol=1e-12 * np.abs(ref).max())
 

@@ -137,15 +137,18 @@ class GaborPlan:
             self.groups.append((first, pad_r, pad_c, shape, _bank_spectra(group, shape)))
 
     def responses(self, image):
-        """Per group: ``(first, pad_r, pad_c, responses)`` with the complex responses
-        (n_group, *shape) of the reflected, zero-filled image; the image part starts at
-        (pad_r, pad_c)."""
+        """Per group: ``(first, pad_r, pad_c, responses)`` with the complex responses of the
+        reflected, zero-filled image on the image's columns, (n_group, fft rows, cols); the
+        image part starts at (pad_r, pad_c). The inverse FFT runs along the rows of all
+        rows, then along the columns of the image columns only (a pruned 2-D inverse FFT)."""
         for first, pad_r, pad_c, shape, spectra in self.groups:
             padded = np.zeros(shape)
             padded[:self.rows + 2 * pad_r, :self.cols + 2 * pad_c] = np.pad(
                 image, ((pad_r, pad_r), (pad_c, pad_c)), mode="symmetric")
             spectrum = spectra * sp_fft.fft2(padded)
-            yield first, pad_r, pad_c, sp_fft.ifft2(spectrum, axes=(-2, -1), overwrite_x=True)
+            on_cols = sp_fft.ifft(spectrum, axis=-1, overwrite_x=True)
+            on_cols = on_cols[:, :, pad_c:pad_c + self.cols]
+            yield first, pad_r, 0, sp_fft.ifft(on_cols, axis=-2, overwrite_x=True)
 
 
 def gabor_magnitudes(images, kernels, block, step=None, plan=None):
