@@ -17,8 +17,10 @@
   ones); the same rotation (n-2 folds train, 1 validates, 1 tests); unrestricted as for lfw.
 
 Features (computed once on all images; no labels): pixels, sqrt, lbp (uniform LBP 8,1 on 10x10
-blocks), oclbp (seed 002's 3 configurations), sqrt-lbp, sqrt-oclbp; blocks at most half the
-image (digits: 4x4). Method aliases csml, tsml, ddml = csml-i, tsml-i, ddml-i; ``--similar-only``
+blocks; ``--lbp-block``), oclbp (seed 002's 3 configurations), dsift (dense SIFT, 3 scales),
+gabor (5 scales x 8 orientations, 10x10 block means), hog (9 bins, 8x8 cells, 2x2 blocks),
+and the square root of each (sqrt-lbp, ...); blocks at most half the image (digits: 4x4),
+HOG cells at most a quarter, SIFT patches at most the image. Method aliases csml, tsml, ddml = csml-i, tsml-i, ddml-i; ``--similar-only``
 makes tsml-i, ddml-i tsml-sim, ddml-sim. ``--fusion``: a row 'fusion', a linear SVM on the
 methods' scores fitted on each validation fold (seed 002 IV.D). ``--plot OUT.png`` (matplotlib:
 ``pip install metricfit[plot]``): ROC and FA/FR curves, averaged over the experiments.
@@ -41,7 +43,8 @@ from sklearn.utils import Bunch
 
 from . import verification
 
-FEATURES = ("pixels", "sqrt", "lbp", "oclbp", "sqrt-lbp", "sqrt-oclbp")
+FEATURES = ("pixels", "sqrt", "lbp", "oclbp", "dsift", "gabor", "hog", "sqrt-lbp", "sqrt-oclbp",
+            "sqrt-dsift", "sqrt-gabor", "sqrt-hog")
 
 
 def _parser():
@@ -50,6 +53,8 @@ def _parser():
     verify = commands.add_parser("verify", help="learn metrics on pairs, report verification")
     verify.add_argument("--data", default="digits", metavar="{digits,att,lfw,yale,PATH.npz}")
     verify.add_argument("--features", default="pixels", help=f"one of {', '.join(FEATURES)}")
+    verify.add_argument("--lbp-block", type=int, default=10, metavar="PIXELS",
+                        help="side of the square LBP blocks (cells) of lbp, sqrt-lbp")
     verify.add_argument("--methods", default=",".join(verification.DEFAULT_METHODS),
                         help=f"comma-separated, from {','.join(verification.METHODS)}")
     verify.add_argument("--similar-only", action="store_true", help="tsml-i, ddml-i -> -sim")
@@ -178,7 +183,28 @@ def _load(args):
                  image_fold=image_fold)
 
 
-def _features(images, kind, quiet):
+def _extractor(kind, height, width, lbp_block=10):
+    """The unfitted image descriptor of ``kind`` (without its sqrt- prefix), scaled down to
+    fit small images (block sides at most half the image, HOG cells at most a quarter, SIFT
+    patches at most the image)."""
+    from .features import HOG, LBP, OCLBP, DenseSIFT, Gabor
+
+    side = lambda b: (min(b, max(height // 2, 1)), min(b, max(width // 2, 1)))  # noqa: E731
+    if kind == "lbp":
+        if lbp_block < 1:
+            raise ValueError(f"--lbp-block must be at least 1, got {lbp_block}.")
+        return LBP(block_size=side(lbp_block))
+    if kind == "oclbp":
+        return OCLBP([(*side(b), r) for b, r in ((10, 1), (14, 2), (18, 3))])
+    if kind == "hog":
+        return HOG(pixels_per_cell=(min(8, max(height // 4, 1)), min(8, max(width // 4, 1))))
+    if kind == "dsift":
+        bins = tuple(b for b in (4, 6, 8) if 4 * b <= min(height, width))
+        return DenseSIFT(bin_sizes=bins or (max(min(height, width) // 4, 1),))
+    return Gabor(block_size=side(10))
+
+
+def _features(images, kind, quiet, lbp_block=10):
     """(n, d) float64 feature vectors of the images, computed once for the whole protocol."""
     n = images.shape[0]
     if kind in ("pixels", "sqrt"):
@@ -188,12 +214,8 @@ def _features(images, kind, quiet):
         return np.sqrt(vectors) if kind == "sqrt" else vectors
     if images.ndim != 3:
         raise ValueError(f"--features {kind} needs images (n, H, W), got shape {images.shape}.")
-    from .features import LBP, OCLBP
-
     height, width = images.shape[1:]
-    side = lambda b: (min(b, max(height // 2, 1)), min(b, max(width // 2, 1)))  # noqa: E731
-    extractor = (OCLBP([(*side(b), r) for b, r in ((10, 1), (14, 2), (18, 3))])
-                 if kind.endswith("oclbp") else LBP(block_size=side(10))).fit(images[:1])
+    extractor = _extractor(kind.removeprefix("sqrt-"), height, width, lbp_block).fit(images[:1])
     out = np.empty((n, extractor.n_features_out_))
     bar, chunk = _Bar(n, f"{kind} features", quiet), 512
     for start in range(0, n, chunk):
@@ -270,7 +292,7 @@ def verify(args):
     with threadpool_limits(threads), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         data = _load(args)
-        vectors = _features(data.images, args.features, args.quiet)
+        vectors = _features(data.images, args.features, args.quiet, args.lbp_block)
         n_experiments = args.repeats if args.data == "digits" else np.unique(data.pair_fold).size
         bar = _Bar(n_experiments * (len(methods) + args.fusion), "verify", args.quiet)
         experiments, protocol = _run(args, data, vectors, methods, lams, lambda e, r: bar.step(

@@ -27,7 +27,7 @@ from .pairs import fold_pairs, identity_folds, sample_pairs, unrestricted_pairs
 from .whitening import WCCN, WPCA
 
 METHODS = ("baseline", "wccn", "csml-i", "csml-wccn", "tsml-i", "tsml-wccn", "tsml-sim",
-           "ddml-i", "ddml-sim", "ldml")
+           "ddml-i", "ddml-sim", "ldml", "tsml-wccn-sim", "csml-sim", "ddml-wccn")
 ALIASES = {"csml": "csml-i", "tsml": "tsml-i", "ddml": "ddml-i"}
 SIMILAR_ONLY = {"tsml-i": "tsml-sim", "ddml-i": "ddml-sim"}
 DEFAULT_METHODS = ("baseline", "wccn", "csml-i", "tsml-i", "tsml-wccn", "tsml-sim")
@@ -36,7 +36,11 @@ DEFAULT_LAMS = (1e-3, 1e-2, 1e-1, 1.0)
 
 def make_method(name, lam=None, max_iter=200):
     """The estimator of a seed 002 Table I method ('tsml-sim': TSML-I on similar pairs only;
-    'ddml-*': the linear DDML of seed 004 with the same initialisation and selection)."""
+    'ddml-*': the linear DDML of seed 004 with the same initialisation and selection).
+
+    Beyond Table I (issue 15): 'tsml-wccn-sim' is TSML started from WCCN on similar pairs only
+    (seed 002 III.D and III.E together), 'csml-sim' CSML-I on similar pairs only, 'ddml-wccn'
+    DDML started from WCCN."""
     learned = {
         "csml-i": lambda: CSML(lam=lam, max_iter=max_iter),
         "csml-wccn": lambda: CSML(init="wccn", lam=lam, max_iter=max_iter),
@@ -46,6 +50,10 @@ def make_method(name, lam=None, max_iter=200):
         "ddml-i": lambda: DDML(lam=lam, max_iter=max_iter),
         "ddml-sim": lambda: DDML(lam=lam, similar_only=True, max_iter=max_iter),
         "ldml": lambda: LDML(lam=lam, max_iter=max_iter),
+        "tsml-wccn-sim": lambda: TSML(init="wccn", lam=lam, similar_only=True,
+                                      max_iter=max_iter),
+        "csml-sim": lambda: CSML(lam=lam, similar_only=True, max_iter=max_iter),
+        "ddml-wccn": lambda: DDML(init="wccn", lam=lam, max_iter=max_iter),
     }
     if name == "baseline":
         return CosineSimilarity()

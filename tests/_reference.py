@@ -75,3 +75,109 @@ def nca_cost_grad_ref(A, X, y):
             if y[k] == y[i]:
                 S -= p_ik * np.outer(x_ik, x_ik)
     return J, -2 * A @ S
+
+# --------------------------------------------------------------------------- image descriptors
+
+
+def gradients_ref(image):
+    """Central differences, not halved, 0 on the outer rows / columns (skimage's HOG)."""
+    image = np.asarray(image, dtype=np.float64)
+    g_row, g_col = np.zeros_like(image), np.zeros_like(image)
+    g_row[1:-1, :] = image[2:, :] - image[:-2, :]
+    g_col[:, 1:-1] = image[:, 2:] - image[:, :-2]
+    return g_row, g_col
+
+
+def hog_ref(image, orientations=9, cell=(8, 8), block=(2, 2), norm="L2-Hys", eps=1e-5):
+    """HOG of one image, cell by cell and block by block (Dalal & Triggs as skimage does it)."""
+    g_row, g_col = gradients_ref(image)
+    magnitude = np.hypot(g_col, g_row)
+    theta = np.rad2deg(np.arctan2(g_row, g_col)) % 180
+    edges = (np.arange(orientations + 1, dtype=np.float32)
+             * np.float32(180.0 / orientations)).astype(np.float64)
+    (ch, cw), (bh, bw) = cell, block
+    n_cr, n_cc = image.shape[0] // ch, image.shape[1] // cw
+    hist = np.zeros((n_cr, n_cc, orientations))
+    for i in range(n_cr):
+        for j in range(n_cc):
+            m = magnitude[i * ch:(i + 1) * ch, j * cw:(j + 1) * cw]
+            t = theta[i * ch:(i + 1) * ch, j * cw:(j + 1) * cw]
+            for b in range(orientations):
+                hist[i, j, b] = m[(t >= edges[b]) & (t < edges[b + 1])].sum() / (ch * cw)
+    out = []
+    for i in range(n_cr - bh + 1):
+        for j in range(n_cc - bw + 1):
+            v = hist[i:i + bh, j:j + bw].ravel()
+            if norm in ("L1", "L1-sqrt"):
+                v = v / (np.abs(v).sum() + eps)
+                v = np.sqrt(v) if norm == "L1-sqrt" else v
+            else:
+                v = v / np.sqrt((v ** 2).sum() + eps ** 2)
+                if norm == "L2-Hys":
+                    v = np.minimum(v, 0.2)
+                    v = v / np.sqrt((v ** 2).sum() + eps ** 2)
+            out.append(v)
+    return np.concatenate(out)
+
+
+def sift_patch_ref(image, r0, c0, bin_size):
+    """Lowe's 128-d descriptor of one upright patch of 4b x 4b pixels, pixel by pixel."""
+    g_row, g_col = gradients_ref(image)
+    patch = 4 * bin_size
+    centre, sigma = (patch - 1) / 2, patch / 2
+    hist = np.zeros((4, 4, 8))
+    for i in range(patch):
+        for j in range(patch):
+            gr, gc = g_row[r0 + i, c0 + j], g_col[r0 + i, c0 + j]
+            theta = np.arctan2(gr, gc) % (2 * np.pi)
+            weight = np.hypot(gc, gr) * np.exp(-((i - centre) ** 2 + (j - centre) ** 2)
+                                               / (2 * sigma ** 2))
+            u, v, t = (i + 0.5) / bin_size - 0.5, (j + 0.5) / bin_size - 0.5, theta / (np.pi / 4)
+            for y in (int(np.floor(u)), int(np.floor(u)) + 1):
+                for x in (int(np.floor(v)), int(np.floor(v)) + 1):
+                    for o in (int(np.floor(t)), int(np.floor(t)) + 1):
+                        if 0 <= y < 4 and 0 <= x < 4:
+                            share = (1 - abs(u - y)) * (1 - abs(v - x)) * (1 - abs(t - o))
+                            hist[y, x, o % 8] += weight * share
+    d = hist.ravel()
+    if not d.any():
+        return d
+    d = np.minimum(d / np.linalg.norm(d), 0.2)
+    return d / np.linalg.norm(d)
+
+
+def dense_sift_ref(image, bin_sizes=(4, 6, 8), steps=None):
+    """Dense SIFT of one image: every patch of a centred grid, scale by scale, row-major."""
+    steps = [2 * b for b in bin_sizes] if steps is None else steps
+    out = []
+    for b, s in zip(bin_sizes, steps):
+        starts = []
+        for length in image.shape:
+            n = (length - 4 * b) // s + 1
+            first = (length - (n - 1) * s - 4 * b) // 2
+            starts.append([first + k * s for k in range(n)])
+        out += [sift_patch_ref(image, r, c, b) for r in starts[0] for c in starts[1]]
+    return np.concatenate(out)
+
+
+def convolve_reflect_ref(image, kernel):
+    """Direct 2-D convolution of ``image`` with an odd-sized ``kernel``, the image extended by
+    symmetric reflection (d c b a | a b c d | d c b a), same size as the image."""
+    hy, hx = kernel.shape[0] // 2, kernel.shape[1] // 2
+    padded = np.pad(np.asarray(image, dtype=np.float64), ((hy, hy), (hx, hx)), mode="symmetric")
+    windows = np.lib.stride_tricks.sliding_window_view(padded, kernel.shape)
+    return np.einsum("rcij,ij->rc", windows, kernel[::-1, ::-1])
+
+
+def gabor_ref(image, kernels, block):
+    """Mean Gabor magnitude of every kernel over every block window (kept while more than half
+    of it lies in the image), kernels outer, blocks row-major."""
+    rows, cols = image.shape
+    out = []
+    for kernel in kernels:
+        magnitude = np.abs(convolve_reflect_ref(image, kernel))
+        for r in range(0, rows, block[0]):
+            for c in range(0, cols, block[1]):
+                if r + block[0] / 2 < rows and c + block[1] / 2 < cols:
+                    out.append(magnitude[r:r + block[0], c:c + block[1]].mean())
+    return np.array(out)

@@ -90,7 +90,7 @@ def test_method_aliases_and_similar_only():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--features", "hog"], "unknown feature 'hog'"),
+    (["--features", "hug"], "unknown feature 'hug'"),
     (["--data", "mnist"], "unknown data set 'mnist'"),
     (["--setting", "unrestricted"], "--setting applies to lfw"),
     (["--methods", "tsml", "--fusion"], "--fusion needs at least two methods"),

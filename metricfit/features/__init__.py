@@ -1,4 +1,5 @@
-"""Face descriptors on image arrays: uniform LBP, over-complete LBP (OCLBP), square root.
+"""Face descriptors on image arrays: uniform LBP, over-complete LBP (OCLBP), dense SIFT, Gabor
+magnitudes, HOG, square root.
 
 Seed 002's descriptors (appendix): ``LBP^{u2}_{8,1}`` histograms (59 bins) on non-overlapping
 10x10 blocks, OCLBP on half-overlapping 10x10 / 14x14 / 18x18 windows with radii 1 / 2 / 3,
@@ -9,14 +10,20 @@ pipeline::
     make_pipeline(LBP(), SquareRoot(), WPCA(n_components=300), TSML())
 
 Codes equal scikit-image's ``local_binary_pattern(image, P, R, "nri_uniform")`` (not a
-dependency). Kernels are serial numba functions, compiled on first use and cached on disk.
+dependency). :class:`DenseSIFT`, :class:`Gabor` and :class:`HOG` (issue 15) follow Lowe 2004,
+Liu & Wechsler 2002 (kernels equal to scikit-image's ``gabor_kernel``) and scikit-image's
+``hog``; see :mod:`metricfit.features.descriptors`. Kernels are serial numba functions,
+compiled on first use and cached on disk (Gabor's convolutions are FFTs in scipy.fft).
 """
 
 from ._blocks import block_histograms, lbp_histograms, n_windows
+from ._gabor import gabor_kernel
 from ._lbp import lbp_codes
+from .descriptors import HOG, DenseSIFT, Gabor
 from .lbp import LBP, OCLBP
 from .sqrt import SquareRoot
 
 __all__ = [
-    "LBP", "OCLBP", "SquareRoot", "lbp_codes", "block_histograms", "lbp_histograms", "n_windows",
+    "LBP", "OCLBP", "DenseSIFT", "Gabor", "HOG", "SquareRoot", "gabor_kernel", "lbp_codes",
+    "block_histograms", "lbp_histograms", "n_windows",
 ]

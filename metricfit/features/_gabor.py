@@ -1,0 +1,191 @@
+r"""Gabor kernels, filter-bank magnitudes by FFT, and their block means (numba).
+
+Kernel (:func:`gabor_kernel`): scikit-image's ``skimage.filters.gabor_kernel(frequency,
+theta, sigma_x=sigma, sigma_y=sigma, n_stds)`` (0.26), on the grid
+``x in -x0..x0`` (columns), ``y in -y0..y0`` (rows),
+
+.. math:: g(x, y) = \frac{1}{2\pi\sigma^2}
+          \exp\Big(-\frac{x'^2 + y'^2}{2\sigma^2}\Big) \exp(2\pi i f x'), \qquad
+          x' = x\cos\theta + y\sin\theta,\ y' = -x\sin\theta + y\cos\theta,
+
+with ``x0 = ceil(max(|n sigma cos theta|, |n sigma sin theta|, 1))`` (n = ``n_stds``) and y0
+alike. With ``zero_mean=True`` the kernel's DC is removed, ``g - (sum g / sum e) e`` for its
+Gaussian envelope e: the discrete form of the DC-compensation term ``- exp(-sigma^2 / 2)`` of
+Lades et al. 1993 / Liu & Wechsler 2002, so a constant image gives a zero response.
+
+Bank (:func:`gabor_bank`): Liu & Wechsler, *Gabor feature based classification using the
+enhanced Fisher linear discriminant model*, IEEE TIP 2002: 5 scales v = 0..4 and 8 orientations
+u = 0..7, wave vector ``k_v = k_max / f^v`` with ``k_max = pi / 2``, ``f = sqrt 2``, so the
+frequency is ``1 / 4 / sqrt(2)^v`` cycles per pixel, ``theta_u = u pi / 8``, and Gaussian
+width ``sigma / k_v`` with ``sigma = 2 pi``: ``sigma_x = sigma_y = 1 / frequency`` pixels.
+
+Responses (:func:`gabor_magnitudes`): the image is extended by symmetric reflection
+(``d c b a | a b c d | d c b a``, scipy.ndimage's 'reflect', the mode of skimage's
+``filters.gabor``) by the largest kernel half-width and convolved with every kernel through
+one FFT of the image and one inverse FFT per kernel (scipy.fft). The magnitude
+``|I * g|`` is averaged over blocks (block windows of :mod:`metricfit.features._blocks`).
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+from scipy import fft as sp_fft
+
+from ._blocks import n_windows
+
+__all__ = ["gabor_kernel", "gabor_bank", "gabor_magnitudes"]
+
+
+def gabor_kernel(frequency, theta=0.0, sigma=None, n_stds=3, zero_mean=False):
+    """Complex Gabor kernel, equal to skimage's with ``sigma_x = sigma_y = sigma``.
+
+    Parameters
+    ----------
+    frequency : float
+        Cycles per pixel of the carrier, > 0.
+    theta : float, default=0
+        Orientation in radians (0: carrier along the columns, x).
+    sigma : float, default=None
+        Gaussian standard deviation in pixels; None: ``1 / frequency`` (Liu & Wechsler).
+    n_stds : float, default=3
+        Half-width of the kernel in standard deviations.
+    zero_mean : bool, default=False
+        Remove the DC (module docstring).
+
+    Returns
+    -------
+    kernel : ndarray of shape (2 y0 + 1, 2 x0 + 1), complex128
+    """
+    sigma = 1.0 / frequency if sigma is None else sigma
+    ct, st = math.cos(theta), math.sin(theta)
+    x0 = math.ceil(max(abs(n_stds * sigma * ct), abs(n_stds * sigma * st), 1))
+    y0 = math.ceil(max(abs(n_stds * sigma * ct), abs(n_stds * sigma * st), 1))
+    y, x = np.meshgrid(np.arange(-y0, y0 + 1), np.arange(-x0, x0 + 1), indexing="ij",
+                       sparse=True)
+    rotx = x * ct + y * st
+    roty = -x * st + y * ct
+    g = np.exp(-0.5 * (rotx**2 / sigma**2 + roty**2 / sigma**2)
+               + 1j * (2 * np.pi * frequency * rotx))
+    g *= 1 / (2 * np.pi * sigma * sigma)
+    if zero_mean:
+        envelope = np.exp(-0.5 * (rotx**2 + roty**2) / sigma**2) / (2 * np.pi * sigma * sigma)
+        g -= g.sum() / envelope.sum() * envelope
+    return g
+
+
+def gabor_bank(frequencies, n_orientations, sigma_factor=1.0, n_stds=3, zero_mean=True):
+    """Kernels for every (frequency, orientation), frequencies outer:
+    ``theta_u = u pi / n_orientations``, ``sigma = sigma_factor / frequency``."""
+    return [gabor_kernel(f, u * np.pi / n_orientations, sigma_factor / f, n_stds, zero_mean)
+            for f in frequencies for u in range(n_orientations)]
+
+
+def _bank_spectra(kernels, shape):
+    """FFT (of ``shape``) of each kernel with its centre wrapped to index (0, 0)."""
+    spectra = np.empty((len(kernels),) + shape, dtype=np.complex128)
+    for k, g in enumerate(kernels):
+        wrapped = np.zeros(shape, dtype=np.complex128)
+        hy, hx = g.shape[0] // 2, g.shape[1] // 2
+        rows = np.arange(-hy, hy + 1) % shape[0]
+        cols = np.arange(-hx, hx + 1) % shape[1]
+        wrapped[np.ix_(rows, cols)] = g
+        spectra[k] = sp_fft.fft2(wrapped)
+    return spectra
+
+
+@njit(cache=True)
+def _pooled_magnitudes_into(responses, pad_r, pad_c, rows, cols, block_h, block_w, step_h,
+                            step_w, out, offset):  # pragma: no cover (compiled)
+    """Mean of ``|responses[k]|`` over the image part (offset by the padding) in each block
+    window, kernels outer, windows row-major, into ``out[offset:]``."""
+    nr = n_windows(rows, block_h, step_h)
+    nc = n_windows(cols, block_w, step_w)
+    t = offset
+    for k in range(responses.shape[0]):
+        for i in range(nr):
+            r0 = i * step_h
+            r1 = min(r0 + block_h, rows)
+            for j in range(nc):
+                c0 = j * step_w
+                c1 = min(c0 + block_w, cols)
+                total = 0.0
+                for r in range(r0, r1):
+                    for c in range(c0, c1):
+                        z = responses[k, r + pad_r, c + pad_c]
+                        total += math.sqrt(z.real * z.real + z.imag * z.imag)
+                out[t] = total / ((r1 - r0) * (c1 - c0))
+                t += 1
+
+
+class GaborPlan:
+    """Kernel spectra for images of one shape, reused between calls.
+
+    Each run of ``group_size`` consecutive kernels (one scale of :func:`gabor_bank` when it
+    is the number of orientations) shares an FFT size: the image reflected by that group's
+    largest half-width, so the small kernels do not pay for the largest one's."""
+
+    def __init__(self, kernels, rows, cols, group_size=8):
+        self.rows, self.cols, self.n_kernels = rows, cols, len(kernels)
+        self.groups = []  # (first kernel, pad_r, pad_c, fft shape, spectra)
+        for first in range(0, len(kernels), group_size):
+            group = kernels[first:first + group_size]
+            pad_r = max(g.shape[0] // 2 for g in group)
+            pad_c = max(g.shape[1] // 2 for g in group)
+            shape = (sp_fft.next_fast_len(rows + 2 * pad_r),
+                     sp_fft.next_fast_len(cols + 2 * pad_c))
+            self.groups.append((first, pad_r, pad_c, shape, _bank_spectra(group, shape)))
+
+    def responses(self, image):
+        """Per group: ``(first, pad_r, pad_c, responses)`` with the complex responses of the
+        reflected, zero-filled image on the image's columns, (n_group, fft rows, cols); the
+        image part starts at (pad_r, pad_c). The inverse FFT runs along the rows of all
+        rows, then along the columns of the image columns only (a pruned 2-D inverse FFT)."""
+        for first, pad_r, pad_c, shape, spectra in self.groups:
+            padded = np.zeros(shape)
+            padded[:self.rows + 2 * pad_r, :self.cols + 2 * pad_c] = np.pad(
+                image, ((pad_r, pad_r), (pad_c, pad_c)), mode="symmetric")
+            spectrum = spectra * sp_fft.fft2(padded)
+            on_cols = sp_fft.ifft(spectrum, axis=-1, overwrite_x=True)
+            on_cols = on_cols[:, :, pad_c:pad_c + self.cols]
+            yield first, pad_r, 0, sp_fft.ifft(on_cols, axis=-2, overwrite_x=True)
+
+
+def gabor_magnitudes(images, kernels, block, step=None, plan=None):
+    """Block means of the Gabor magnitudes of a stack of images (module docstring).
+
+    Parameters
+    ----------
+    images : ndarray of shape (n_images, rows, cols)
+        Converted to float64; not checked for NaN/inf (the transformer does it).
+    kernels : list of complex ndarray
+        Odd-sized kernels, e.g. :func:`gabor_bank`.
+    block : (int, int)
+        Block window height and width, at most the image size.
+    step : (int, int), default=None
+        Window shift; None: the block (non-overlapping blocks).
+    plan : GaborPlan, default=None
+        Reused when it was made for these kernels and this image shape.
+
+    Returns
+    -------
+    features : ndarray of shape (n_images, len(kernels) * n_blocks), float64
+        Kernels outer, blocks row-major.
+    """
+    images = np.ascontiguousarray(images, dtype=np.float64)
+    if images.ndim != 3:
+        raise ValueError(f"images must be 3-D (n_images, rows, cols), got {images.shape}.")
+    n, rows, cols = images.shape
+    step = block if step is None else step
+    if not (1 <= block[0] <= rows and 1 <= block[1] <= cols and min(step) >= 1):
+        raise ValueError(f"Need 1 <= block <= image size and step >= 1: block {block}, step "
+                         f"{step}, images {rows}x{cols}.")
+    plan = GaborPlan(kernels, rows, cols) if plan is None else plan
+    dim = len(kernels) * n_windows(rows, block[0], step[0]) * n_windows(cols, block[1], step[1])
+    out = np.empty((n, dim))
+    n_blocks = dim // len(kernels)
+    for m in range(n):
+        for first, pad_r, pad_c, responses in plan.responses(images[m]):
+            _pooled_magnitudes_into(responses, pad_r, pad_c, rows, cols, block[0], block[1],
+                                    step[0], step[1], out[m], first * n_blocks)
+    return out

@@ -1,0 +1,344 @@
+r"""Dense SIFT, Gabor and HOG face descriptors (issue 15) as transformers on image arrays.
+
+Like :class:`~metricfit.features.LBP` they take images (n_images, H, W) -> (n_images,
+n_features) or pairs of images (n_pairs, 2, H, W) -> (n_pairs, 2, n_features), read grey
+levels as float64 (any real dtype in) and return float64, so a verification system is one
+pipeline::
+
+    make_pipeline(DenseSIFT(), SquareRoot(), WPCA(n_components=300), TSML())
+
+Seed 002 (section III.B) fuses LBP, OCLBP, SIFT (seed 001: 128-d histograms at 9 facial points
+and 3 scales, 3,456-d) and Gabor wavelets (4,800-d, 5 scales x 8 orientations on 150x80
+crops); our 62x47 crops have no landmarks, so SIFT is computed on a regular grid. All three
+outputs are non-negative, so the square-root variant is ``make_pipeline(D(), SquareRoot())``.
+
+Dimensions on 62x47 images with the defaults: DenseSIFT 34 patches x 128 = 4,352 (24 + 8 + 2
+patches of 16, 24 and 32 pixels); Gabor 40 x 6 x 5 = 1,200 (4,800 on 150x80); HOG 6 x 4 blocks
+x 2 x 2 cells x 9 bins = 864.
+"""
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import Interval, StrOptions, validate_params
+from ._blocks import n_windows
+from ._gabor import GaborPlan, gabor_bank, gabor_magnitudes
+from ._hog import NORMS, hog_features, hog_shape
+from ._images import check_images
+from ._sift import DIM, dense_sift, grid
+
+__all__ = ["DenseSIFT", "Gabor", "HOG"]
+
+_CHUNK = 256  # images per kernel call: bounds the transient memory of Gabor's responses
+
+
+def _int_pair(value, name):
+    """``(a, b)`` of ints >= 1 from a 2-sequence, else ValueError naming ``name``."""
+    ok = isinstance(value, (tuple, list, np.ndarray)) and np.ndim(value) == 1 and len(value) == 2
+    ok = ok and all(isinstance(v, Integral) and not isinstance(v, (bool, np.bool_)) and v >= 1
+                    for v in value)
+    if not ok:
+        raise ValueError(f"{name} must be a pair of integers >= 1, got {value!r}.")
+    return int(value[0]), int(value[1])
+
+
+def _int_sequence(value, name):
+    """A non-empty tuple of ints >= 1, else ValueError naming ``name``."""
+    ok = isinstance(value, (tuple, list, np.ndarray)) and np.ndim(value) == 1 and len(value) > 0
+    ok = ok and all(isinstance(v, Integral) and not isinstance(v, (bool, np.bool_)) and v >= 1
+                    for v in value)
+    if not ok:
+        raise ValueError(f"{name} must be a non-empty sequence of integers >= 1, got {value!r}.")
+    return tuple(int(v) for v in value)
+
+
+class _ImageDescriptor(TransformerMixin, BaseEstimator):
+    """fit (parameters, image size), transform (shape check, chunks), tags: what the
+    descriptors share. Subclasses give ``_config()`` (checked parameters), ``_check_size(h,
+    w, config)`` (ValueError when the images are too small), ``_dimension(h, w, config)`` and
+    ``_describe(images)`` (the kernel call on (n, h, w) float64)."""
+
+    def fit(self, X, y=None):
+        """Check the parameters and the images; record the image shape.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_images, H, W) or (n_pairs, 2, H, W)
+            Finite grey levels.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        validate_params(self)
+        config = self._config()
+        height, width = check_images(X).shape[-2:]
+        self._check_size(height, width, config)
+        self.config_ = config
+        self.image_shape_ = (height, width)
+        self.n_features_out_ = self._dimension(height, width, config)
+        return self
+
+    def transform(self, X):
+        """Descriptor of each image.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_images, H, W) or (n_pairs, 2, H, W)
+            Finite grey levels, images of the shape seen in ``fit``.
+
+        Returns
+        -------
+        features : ndarray of shape (n_images, n_features_out_) or
+            (n_pairs, 2, n_features_out_), float64
+        """
+        check_is_fitted(self)
+        X = check_images(X)
+        if X.shape[-2:] != self.image_shape_:
+            raise ValueError(
+                f"X holds images of shape {X.shape[-2:]}, but {type(self).__name__} was fitted "
+                f"on images of shape {self.image_shape_}."
+            )
+        images = X.reshape((-1,) + self.image_shape_)
+        out = np.empty((images.shape[0], self.n_features_out_))
+        for start in range(0, images.shape[0], _CHUNK):
+            out[start:start + _CHUNK] = self._describe(images[start:start + _CHUNK])
+        return out.reshape(X.shape[:-2] + (self.n_features_out_,))
+
+    def _too_small(self, height, width, min_height, min_width, what):
+        if height < min_height or width < min_width:
+            raise ValueError(
+                f"Images of {height}x{width} pixels are too small for {type(self).__name__}: "
+                f"{what} needs at least {min_height}x{min_width}."
+            )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
+
+
+class HOG(_ImageDescriptor):
+    r"""Histograms of oriented gradients (Dalal & Triggs, CVPR 2005), as scikit-image's ``hog``.
+
+    Equal to ``skimage.feature.hog(image, orientations, pixels_per_cell, cells_per_block,
+    block_norm)`` (scikit-image 0.26, grey images, ``transform_sqrt=False``) to float32
+    round-off (skimage sums cells in float32): central-difference gradients, unsigned
+    orientations in ``orientations`` hard bins over [0, 180) degrees, magnitudes summed per cell
+    and divided by its area, blocks of cells moved by one cell and normalised (eps = 1e-5). See
+    :mod:`metricfit.features._hog`.
+
+    Parameters
+    ----------
+    orientations : int, default=9
+        Orientation bins (Dalal & Triggs: 9).
+    pixels_per_cell : (int, int), default=(8, 8)
+        Cell height and width in pixels (Dalal & Triggs: 8x8). Rows and columns beyond the
+        last whole cell are ignored.
+    cells_per_block : (int, int), default=(2, 2)
+        Block size in cells (Dalal & Triggs: 2x2; skimage's default is 3x3).
+    block_norm : {'L1', 'L1-sqrt', 'L2', 'L2-Hys'}, default='L2-Hys'
+        Block normalisation (Dalal & Triggs' best: L2-Hys, clipping at 0.2).
+
+    Attributes
+    ----------
+    image_shape_ : tuple of (int, int)
+    n_features_out_ : int
+        ``(H // c_h - b_h + 1) (W // c_w - b_w + 1) b_h b_w orientations``: 864 for 62x47.
+    config_ : dict
+        The checked parameters ``transform`` uses (fixed at ``fit``).
+    """
+
+    _parameter_constraints = {
+        "orientations": [Interval(Integral, 1, None)],
+        "pixels_per_cell": ["array-like"],
+        "cells_per_block": ["array-like"],
+        "block_norm": [StrOptions(set(NORMS))],
+    }
+
+    def __init__(self, orientations=9, pixels_per_cell=(8, 8), cells_per_block=(2, 2),
+                 block_norm="L2-Hys"):
+        self.orientations = orientations
+        self.pixels_per_cell = pixels_per_cell
+        self.cells_per_block = cells_per_block
+        self.block_norm = block_norm
+
+    def _config(self):
+        return {"orientations": int(self.orientations),
+                "cell": _int_pair(self.pixels_per_cell, "pixels_per_cell"),
+                "block": _int_pair(self.cells_per_block, "cells_per_block"),
+                "norm": self.block_norm}
+
+    def _check_size(self, height, width, c):
+        self._too_small(height, width, c["cell"][0] * c["block"][0],
+                        c["cell"][1] * c["block"][1], "a block of cells")
+
+    def _dimension(self, height, width, c):
+        return math.prod(hog_shape(height, width, c["orientations"], c["cell"], c["block"]))
+
+    def _describe(self, images):
+        return hog_features(images, **self.config_)
+
+
+class DenseSIFT(_ImageDescriptor):
+    r"""Dense SIFT: Lowe's 128-d descriptor on a regular grid of patches at a few scales.
+
+    Seed 001 (section 5, after Everingham et al.) computes 128-d SIFT at 9 facial points and 3
+    scales (3,456-d); without landmarks, the same descriptor is taken on a grid. Each patch of
+    4b x 4b pixels (b = bin size) gives 4 x 4 cells x 8 orientation bins of Gaussian-weighted
+    (sigma = half the patch width) gradient magnitudes, trilinearly interpolated, L2-normalised,
+    clipped at 0.2 and renormalised (Lowe, IJCV 2004, section 6.1); upright (the crops are
+    aligned), on the unsmoothed image. See :mod:`metricfit.features._sift`.
+
+    Parameters
+    ----------
+    bin_sizes : sequence of int, default=(4, 6, 8)
+        Cell side b of each scale in pixels: patches of 16, 24 and 32 pixels, three scales as
+        in seed 001.
+    steps : sequence of int, default=None
+        Grid step of each scale; None: 2b, half-overlapping patches (like OCLBP's windows).
+        The grid of each scale is centred in the image.
+
+    Attributes
+    ----------
+    image_shape_ : tuple of (int, int)
+    n_features_out_ : int
+        ``128 sum_s n_rows(s) n_cols(s)`` with ``n = (L - 4b) // step + 1`` per axis: 4,352 for
+        62x47 (6x4 + 4x2 + 2x1 patches).
+    config_ : dict
+    """
+
+    _parameter_constraints = {
+        "bin_sizes": ["array-like"],
+        "steps": ["array-like", None],
+    }
+
+    def __init__(self, bin_sizes=(4, 6, 8), steps=None):
+        self.bin_sizes = bin_sizes
+        self.steps = steps
+
+    def _config(self):
+        bins = _int_sequence(self.bin_sizes, "bin_sizes")
+        steps = tuple(2 * b for b in bins) if self.steps is None else \
+            _int_sequence(self.steps, "steps")
+        if len(steps) != len(bins):
+            raise ValueError(f"steps must have one entry per bin size ({len(bins)}), got "
+                             f"{self.steps!r}.")
+        return {"bin_sizes": bins, "steps": steps}
+
+    def _check_size(self, height, width, c):
+        side = 4 * max(c["bin_sizes"])
+        self._too_small(height, width, side, side, f"a patch of bin size {max(c['bin_sizes'])}")
+
+    def _dimension(self, height, width, c):
+        return DIM * sum(grid(height, b, s)[1] * grid(width, b, s)[1]
+                         for b, s in zip(c["bin_sizes"], c["steps"]))
+
+    def _describe(self, images):
+        return dense_sift(images, **self.config_)
+
+
+class Gabor(_ImageDescriptor):
+    r"""Gabor magnitude responses, averaged over blocks (5 scales x 8 orientations).
+
+    The filter bank of Liu & Wechsler (IEEE TIP 2002), the usual one for faces: frequencies
+    ``max_frequency / scale_factor**v`` for v < ``n_scales`` (k_max = pi / 2, f = sqrt 2:
+    1/4 ... 1/16 cycles per pixel), orientations ``u pi / n_orientations``, Gaussian width
+    ``sigma_factor / frequency`` pixels (their sigma = 2 pi), DC removed. Each kernel equals
+    ``skimage.filters.gabor_kernel(frequency, theta, sigma_x=sigma, sigma_y=sigma,
+    n_stds=n_stds)`` before the DC removal. The image is reflected at its borders
+    (``d c b a | a b c d``), convolved with each kernel (FFT), and the magnitude averaged over
+    blocks: seed 002's 4,800-d Gabor is 40 maps x 15 x 8 blocks of 10x10 on 150x80 crops
+    (after Nguyen & Bai 2010). See :mod:`metricfit.features._gabor`.
+
+    Parameters
+    ----------
+    n_scales : int, default=5
+    n_orientations : int, default=8
+    max_frequency : float in (0, 0.5], default=0.25
+        Frequency of the finest scale, cycles per pixel.
+    scale_factor : float > 1, default=sqrt(2)
+        Ratio between consecutive frequencies.
+    sigma_factor : float > 0, default=1.0
+        Gaussian sigma times the frequency.
+    n_stds : float > 0, default=3
+        Kernel half-width in sigmas (skimage's default).
+    block_size : (int, int), default=(10, 10)
+        Blocks over which the magnitudes are averaged (block windows as :class:`LBP`'s: a
+        border remainder over half a block is kept as a partial block).
+    zero_mean : bool, default=True
+        Remove each kernel's DC (a constant image then gives 0); False gives skimage's kernels.
+
+    Attributes
+    ----------
+    image_shape_ : tuple of (int, int)
+    n_features_out_ : int
+        ``n_scales n_orientations n(H, b_h) n(W, b_w)``: 40 x 6 x 5 = 1,200 for 62x47.
+    frequencies_ : ndarray of shape (n_scales,)
+    config_ : dict
+    """
+
+    _parameter_constraints = {
+        "n_scales": [Interval(Integral, 1, None)],
+        "n_orientations": [Interval(Integral, 1, None)],
+        "max_frequency": [Interval(Real, 0, 0.5, closed="right")],
+        "scale_factor": [Interval(Real, 1, None, closed="neither")],
+        "sigma_factor": [Interval(Real, 0, None, closed="neither")],
+        "n_stds": [Interval(Real, 0, None, closed="neither")],
+        "block_size": ["array-like"],
+        "zero_mean": ["boolean"],
+    }
+
+    def __init__(self, n_scales=5, n_orientations=8, max_frequency=0.25,
+                 scale_factor=math.sqrt(2), sigma_factor=1.0, n_stds=3, block_size=(10, 10),
+                 zero_mean=True):
+        self.n_scales = n_scales
+        self.n_orientations = n_orientations
+        self.max_frequency = max_frequency
+        self.scale_factor = scale_factor
+        self.sigma_factor = sigma_factor
+        self.n_stds = n_stds
+        self.block_size = block_size
+        self.zero_mean = zero_mean
+
+    def _config(self):
+        for name in ("max_frequency", "scale_factor", "sigma_factor", "n_stds"):
+            if not np.isfinite(getattr(self, name)):
+                raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}.")
+        return {"block": _int_pair(self.block_size, "block_size")}
+
+    def _check_size(self, height, width, c):
+        self._too_small(height, width, *c["block"], "a block")
+
+    def _dimension(self, height, width, c):
+        (bh, bw) = c["block"]
+        return (self.n_scales * self.n_orientations * n_windows(height, bh, bh)
+                * n_windows(width, bw, bw))
+
+    def fit(self, X, y=None):
+        super().fit(X, y)
+        self.frequencies_ = self.max_frequency / self.scale_factor ** np.arange(self.n_scales)
+        self._plan = None
+        return self
+
+    fit.__doc__ = _ImageDescriptor.fit.__doc__
+
+    def _describe(self, images):
+        if getattr(self, "_plan", None) is None:  # built on first use, not pickled
+            kernels = gabor_bank(self.frequencies_, self.n_orientations, self.sigma_factor,
+                                 self.n_stds, self.zero_mean)
+            self._plan = (kernels, GaborPlan(kernels, *self.image_shape_, self.n_orientations))
+        kernels, plan = self._plan
+        return gabor_magnitudes(images, kernels, self.config_["block"], plan=plan)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_plan", None)
+        return state
