@@ -12,9 +12,12 @@ __version__ = "0.1.0"
 from . import metrics, pairs  # noqa: E402
 from .learners import CSML, DDML, LDML, TSML, CosineSimilarity, MkNN, SiameseCNN  # noqa: E402
 from .whitening import WCCN, WPCA  # noqa: E402
+from .learners.plda import PLDA  # noqa: E402
+from .backend import LDA, LengthNormalizer  # noqa: E402
 
 __all__ = [
     "TSML", "CSML", "DDML", "LDML", "MkNN", "CosineSimilarity", "SiameseCNN",
     "WCCN", "WPCA", "metrics", "pairs",
     "__version__",
+    "PLDA", "LDA", "LengthNormalizer",
 ]
