@@ -37,6 +37,13 @@ def _scores_column(scores):
     return scores
 
 
+def _check_scores(scores):
+    """Finite 1-D float64 scores (labels not needed)."""
+    scores = _scores_column(scores)
+    return _check_labels_and_scores(np.r_[1, -np.ones(max(len(scores) - 1, 0))][:len(scores)],
+                                    scores)[1]
+
+
 def calibration_objective(params, scores, s, prior):
     """C(a, b) above and its gradient."""
     a, b = params
@@ -82,7 +89,7 @@ class LinearCalibration(TransformerMixin, BaseEstimator):
     def transform(self, scores):
         """LLRs of the scores, shape (n,)."""
         check_is_fitted(self, "slope_")
-        _, scores = _check_labels_and_scores(np.ones(len(scores)), _scores_column(scores))
+        scores = _check_scores(scores)
         return self.slope_ * scores + self.offset_
 
     predict = transform
@@ -105,7 +112,7 @@ class PAVCalibration(TransformerMixin, BaseEstimator):
 
     def transform(self, scores):
         check_is_fitted(self, "x_")
-        _, scores = _check_labels_and_scores(np.ones(len(scores)), _scores_column(scores))
+        scores = _check_scores(scores)
         return np.interp(scores, self.x_, self.llr_)
 
     predict = transform
