@@ -59,7 +59,7 @@ def write_scores(path, enrol_ids, test_ids, scores):
         raise ValueError("scores contain NaN or infinity.")
     with open(path, "w") as f:
         for e, t, score in zip(enrol_ids, test_ids, scores):
-            f.write(f"{e} {t} {score!r}\n")
+            f.write(f"{e} {t} {float(score)!r}\n")
 
 
 def read_scores(path):
