@@ -240,3 +240,21 @@ def test_score_trials_and_unknown_ids(tmp_path, rng):
     bad.write_text("a b nan\n")
     with pytest.raises(ValueError, match="line 1"):
         trial_files.read_scores(bad)
+
+
+def test_score_fusion_outputs_calibrated_llrs(rng):
+    from metricfit.fusion import ScoreFusion
+
+    centres = rng.normal(size=(400, 4)) * 2
+    labels = np.repeat(np.arange(400), 4)
+    X = centres[labels] + rng.normal(size=(1600, 4))
+    fitted = []
+    for part, seed in ((labels < 100, 0), (labels >= 100, 1)):
+        index, s = sample_pairs(labels[part], 3000, 3000, random_state=seed)
+        fitted.append((X[part][index], s))
+    plda = PLDA().fit(X[labels < 100], labels[labels < 100])
+    cosine = CosineSimilarity().fit(*fitted[0])
+    fusion = ScoreFusion([("plda", plda), ("cos", cosine)], method="llr").fit(*fitted[0])
+    llr = fusion.pair_score(fitted[1][0])
+    y = fitted[1][1]
+    assert metrics.cllr(y, llr) - metrics.min_cllr(y, llr) < 0.05
