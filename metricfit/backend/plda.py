@@ -77,6 +77,7 @@ __all__ = ["class_statistics", "fit_two_covariance", "fit_simplified", "log_like
 #: Kaldi's default number of EM iterations (``PldaEstimationConfig::num_em_iters``).
 KALDI_N_ITER = 10
 LOG_2PI = np.log(2 * np.pi)
+BLOCK_ROWS = 65536
 
 
 def class_statistics(X, codes, n_classes=None):
@@ -88,12 +89,16 @@ def class_statistics(X, codes, n_classes=None):
     """
     n, d = X.shape
     C = int(codes.max()) + 1 if n_classes is None else n_classes
-    onehot = sparse.csr_array((np.ones(n), (codes, np.arange(n))), shape=(C, n))
+    onehot = sparse.csr_array((np.ones(n, dtype=X.dtype), (codes, np.arange(n))), shape=(C, n))
     counts = np.bincount(codes, minlength=C).astype(np.float64)
-    sums = onehot @ X.astype(np.float64, copy=False)  # (C, d)
+    sums = np.asarray(onehot @ X, dtype=np.float64)  # (C, d)
     means = sums / counts[:, None]
-    offsets = X - means[codes].astype(X.dtype, copy=False)  # (n, d)
-    scatter = (offsets.T @ offsets).astype(np.float64)
+    means_x = means.astype(X.dtype)
+    scatter = np.zeros((d, d))
+    for start in range(0, n, BLOCK_ROWS):  # offsets a block of rows at a time
+        rows = slice(start, start + BLOCK_ROWS)
+        offsets = X[rows] - means_x[codes[rows]]
+        scatter += offsets.T @ offsets
     mu = means.mean(axis=0)
     return counts, means - mu, mu, scatter
 
