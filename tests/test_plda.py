@@ -98,6 +98,14 @@ def test_em_increases_the_likelihood_at_every_iteration(n_components):
     steps = np.diff(plda.log_likelihood_)
     assert len(steps) == 30
     assert (steps >= -1e-9 * np.abs(plda.log_likelihood_[1:])).all(), steps
+    stats = core.class_statistics(X, np.unique(labels, return_inverse=True)[1])
+    I = np.eye(D)
+    start = core.log_likelihood(I, I, *stats[:2], stats[3]) if n_components is None else None
+    if start is not None:  # the in-basis value of the iteration = the plain eq. (2)
+        assert plda.log_likelihood_[0] == pytest.approx(start, rel=1e-10)
+    end = core.log_likelihood(plda.between_covariance_, plda.within_covariance_, *stats[:2],
+                              stats[3])
+    assert plda.log_likelihood_[-1] == pytest.approx(end, rel=1e-10)
 
 
 def test_covariances_approach_the_true_ones_as_n_grows():

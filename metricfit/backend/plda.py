@@ -115,11 +115,15 @@ def log_likelihood(B, W, counts, means, scatter):
     """Eq. (2): the log-likelihood of the data (up to a constant in the counts) under the
     two-covariance model (B, W), from :func:`class_statistics`."""
     T, psi = plda_basis(B, W)
-    d, C, N = B.shape[0], counts.size, counts.sum()
+    return _log_likelihood_in_basis(T, psi, means @ T.T, counts, scatter)
+
+
+def _log_likelihood_in_basis(T, psi, U, counts, scatter):
+    """Eq. (2) from the basis of (B, W) and the class means in it, ``U = means T^T``:
+    ``W^-1 = T^T T``, ``T (B + W/n) T^T = diag(psi + 1/n)``."""
+    d, C, N = T.shape[0], counts.size, counts.sum()
     logdet_W = -2 * np.linalg.slogdet(T)[1]
-    part1 = -0.5 * ((N - C) * (logdet_W + d * LOG_2PI)
-                    + np.trace(linalg.solve(W, scatter, assume_a="pos")))
-    U = means @ T.T  # (C, d)
+    part1 = -0.5 * ((N - C) * (logdet_W + d * LOG_2PI) + np.sum((T @ scatter) * T))
     var = psi[None, :] + 1.0 / counts[:, None]  # (C, d): diag of T (B + W/n) T^T
     part2 = -0.5 * np.sum(np.log(var).sum(axis=1) + logdet_W + d * LOG_2PI
                           + np.sum(U * U / var, axis=1))
@@ -145,8 +149,10 @@ def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=Non
     ----------
     counts, means, scatter : from :func:`class_statistics`
     n_iter : int, default=10 (Kaldi)
-    callback : callable(iteration, B, W) or None
-        Called after initialisation (iteration 0) and after every iteration.
+    callback : callable(iteration, B, W, log_likelihood) or None
+        Called with the parameters after initialisation (iteration 0) and after every
+        iteration, and their eq. (2) log-likelihood. The iteration's own basis gives it for
+        free, except after the last iteration (one more class-mean projection).
 
     Returns
     -------
@@ -156,12 +162,12 @@ def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=Non
     _check_n_classes(counts, d)
     B, W = np.eye(d), np.eye(d)  # Kaldi InitParameters: SetUnit()
     N, C = counts.sum(), counts.size
-    if callback:
-        callback(0, B, W)
     for it in range(1, n_iter + 1):
         T, psi = plda_basis(B, W)
         Tinv = np.linalg.inv(T)
         U = means @ T.T  # (C, d) class means in the basis
+        if callback:
+            callback(it - 1, B, W, _log_likelihood_in_basis(T, psi, U, counts, scatter))
         mixed = psi[None, :] / (1.0 + counts[:, None] * psi[None, :])  # (C, d): diag C_n
         Wm = mixed * counts[:, None] * U  # posterior means of the centres
         R = U - Wm
@@ -169,8 +175,8 @@ def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=Non
         within = np.diag(counts @ mixed) + (R * counts[:, None]).T @ R  # GEMM 2
         B = _symmetric(Tinv @ between @ Tinv.T) / C
         W = _symmetric(scatter + Tinv @ within @ Tinv.T) / N
-        if callback:
-            callback(it, B, W)
+    if callback:
+        callback(n_iter, B, W, log_likelihood(B, W, counts, means, scatter))
     return B, W
 
 
@@ -190,7 +196,7 @@ def fit_simplified(counts, means, scatter, n_components, n_iter=KALDI_N_ITER, ca
     W = np.eye(d)
     sizes, size_of = np.unique(counts, return_inverse=True)
     if callback:
-        callback(0, V @ V.T, W)
+        callback(0, V @ V.T, W, log_likelihood(V @ V.T, W, counts, means, scatter))
     for it in range(1, n_iter + 1):
         PV = linalg.solve(W, V, assume_a="pos")  # (d, q) = W^-1 V
         A = V.T @ PV  # (q, q)
@@ -207,7 +213,7 @@ def fit_simplified(counts, means, scatter, n_components, n_iter=KALDI_N_ITER, ca
         V = linalg.solve(R, Gs.T, assume_a="pos").T
         W = _symmetric(total - V @ Gs.T) / N
         if callback:
-            callback(it, V @ V.T, W)
+            callback(it, V @ V.T, W, log_likelihood(V @ V.T, W, counts, means, scatter))
     return V @ V.T, W, V
 
 

@@ -162,8 +162,8 @@ class PLDA(PairLearnerMixin, BaseEstimator):
             raise ValueError(f"n_components={self.n_components} must be <= n_features={d}.")
         history = []
 
-        def record(it, B, W):
-            history.append(core.log_likelihood(B, W, counts, means, scatter))
+        def record(it, B, W, log_likelihood):
+            history.append(log_likelihood)
 
         if self.n_components is None:
             B, W = core.fit_two_covariance(counts, means, scatter, self.n_iter, record)
