@@ -258,3 +258,26 @@ def test_score_fusion_outputs_calibrated_llrs(rng):
     llr = fusion.pair_score(fitted[1][0])
     y = fitted[1][1]
     assert metrics.cllr(y, llr) - metrics.min_cllr(y, llr) < 0.05
+
+
+@pytest.mark.parametrize("make", ["plda", "plda-lnorm", "wccn", "tsml"])
+def test_fast_cohort_scores_match_pair_scores(rng, make):
+    from sklearn.pipeline import make_pipeline
+
+    from metricfit import WCCN, LengthNormalizer
+    from metricfit.backend.score_norm import _fast_cross_scores
+    from metricfit.metrics import _llr_response
+
+    centres = rng.normal(size=(30, 5)) * 2
+    labels = np.repeat(np.arange(30), 4)
+    X = centres[labels] + rng.normal(size=(120, 5))
+    index, s = sample_pairs(labels, 100, 100, random_state=0)
+    learner = {"plda": PLDA(), "plda-lnorm": make_pipeline(LengthNormalizer(), PLDA()),
+               "wccn": make_pipeline(WCCN(), CosineSimilarity()),
+               "tsml": TSML(lam=0.1)}[make].fit(X[index], s)
+    A, C = X[:7], X[50:61]
+    slow = np.array([[_llr_response(learner, np.stack([a, c])[None])[0] for c in C] for a in A])
+    fast = _fast_cross_scores(learner, A, C)
+    assert fast is not None
+    assert_allclose(fast, slow, rtol=1e-9, atol=1e-9)
+    assert_allclose(cohort_scores(learner, A, C), slow, rtol=1e-9, atol=1e-9)

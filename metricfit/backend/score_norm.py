@@ -12,7 +12,9 @@ identities, never in the trials), let ``mu_e, sd_e`` be the mean and standard de
 
 Any learner works: the cross scores are the learner's ``pair_score`` (through a Pipeline's
 transformers) of every trial side against every cohort point, ``chunk`` sides at a time
-(memory O(chunk K d)).
+(memory O(chunk K d)). Cosine learners and PLDA take a fast path: both sides are embedded
+once and the (n, K) score matrix is one GEMM (the cosine of unit embeddings; for PLDA the
+LLR is a quadratic form in the PLDA basis, ``c + q.(a^2) + q.(b^2) + (r a).b``).
 """
 
 import numpy as np
@@ -25,11 +27,43 @@ __all__ = ["cohort_scores", "normalise_scores", "ScoreNormalizer", "METHODS"]
 METHODS = ("z-norm", "t-norm", "s-norm", "as-norm")
 
 
+def _split(learner):
+    steps = getattr(learner, "steps", None)
+    if not steps:
+        return (lambda X: X), learner
+    front = learner[:-1]
+    return front.transform, steps[-1][1]
+
+
+def _fast_cross_scores(learner, X, cohort):
+    """The (n, K) score matrix by GEMM for cosine learners and PLDA; None for others."""
+    front, last = _split(learner)
+    kind = getattr(last, "_score_kind", None)
+    if kind == "cosine" and hasattr(last, "transform"):
+        A, B = (np.asarray(last.transform(front(Z)), dtype=np.float64) for Z in (X, cohort))
+        A, B = (np.divide(Z, n, out=np.zeros_like(Z), where=n > 0)
+                for Z, n in ((A, np.linalg.norm(A, axis=1, keepdims=True)),
+                             (B, np.linalg.norm(B, axis=1, keepdims=True))))
+        return A @ B.T
+    if kind == "llr" and hasattr(last, "psi_"):
+        A, B = (np.asarray(last.transform(front(Z)), dtype=np.float64) for Z in (X, cohort))
+        p = last.psi_
+        s = p + 1.0
+        D = s * s - p * p
+        q, r = -0.5 * (s / D - 1.0 / s), p / D
+        const = -0.5 * np.sum(np.log(D / (s * s)))
+        return const + (A * A) @ q[:, None] + ((B * B) @ q)[None, :] + (A * r) @ B.T
+    return None
+
+
 def cohort_scores(learner, X, cohort, chunk=256):
     """``(n, K)`` scores of every row of X against every cohort point (X first in the pair)."""
     X, cohort = check_points(X), check_points(cohort, what="cohort")
     if X.shape[1] != cohort.shape[1]:
         raise ValueError(f"cohort has {cohort.shape[1]} features, the trials {X.shape[1]}.")
+    fast = _fast_cross_scores(learner, X, cohort)
+    if fast is not None:
+        return fast
     K = cohort.shape[0]
     out = np.empty((X.shape[0], K))
     for start in range(0, X.shape[0], chunk):
