@@ -83,16 +83,14 @@ def _plda_method(name):
     return PLDA() if name == "plda" else make_pipeline(LengthNormalizer(), PLDA())
 
 
-def _back_end_metrics(scores, y, model, val):
-    """minDCF(0.01) of the test scores; Cllr of the raw LLR (``decision_function +
-    threshold_``: an LLR for PLDA, a plain score otherwise); actDCF(0.01) and Cllr after
-    linear calibration fitted on the validation scores (NaN without them)."""
+def _back_end_metrics(scores, y, val):
+    """minDCF(0.01) of the test scores; Cllr of the scores as they are (the decision values:
+    for PLDA its LLR minus ``threshold_``, a plain score for the other methods); actDCF(0.01)
+    and Cllr after linear calibration fitted on the validation scores (NaN without them)."""
     from .backend.calibration import LinearCalibration
     from .metrics import act_dcf, cllr, min_dcf
 
-    last = model.steps[-1][1] if hasattr(model, "steps") else model
-    raw = scores + float(getattr(last, "threshold_", 0.0) or 0.0)
-    out = {"min_dcf": min_dcf(y, scores, preset="p01")[0], "cllr_raw": cllr(y, raw),
+    out = {"min_dcf": min_dcf(y, scores, preset="p01")[0], "cllr_raw": cllr(y, scores),
            "cllr": np.nan, "act_dcf": np.nan}
     if val is not None and np.unique(val[1]).size == 2:
         calibrated = LinearCalibration().fit(val[0], val[1]).transform(scores)
@@ -117,7 +115,7 @@ class Result:
     lam: float
     threshold: float
     min_dcf: float = np.nan  # P_target 0.01
-    cllr_raw: float = np.nan  # of decision_function + threshold_ (an LLR for PLDA)
+    cllr_raw: float = np.nan  # of the decision values as they are
     cllr: float = np.nan  # after linear calibration on the validation fold
     act_dcf: float = np.nan  # P_target 0.01, after the same calibration
     scores: np.ndarray = _extra()
@@ -133,7 +131,7 @@ def _test_result(name, scores, y, threshold, lam, model, val=None):
                   maxda=max_decision_accuracy(y, scores)[0], eer=equal_error_rate(y, scores)[0],
                   lam=float(lam), threshold=float(threshold), scores=scores, y=np.asarray(y),
                   model=model, val_scores=val_scores, val_y=val_y,
-                  **_back_end_metrics(np.asarray(scores), y, model, val))
+                  **_back_end_metrics(np.asarray(scores), y, val))
 
 
 def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):

@@ -24,8 +24,8 @@ def test_plda_methods_calibration_and_snorm(tmp_path, capsys):
     assert summary["plda"]["maxda"] > summary["baseline"]["maxda"] + 0.1
     for row in summary.values():
         assert 0 <= row["min_dcf"] <= 1 and 0 < row["cllr"] < 1 and row["act_dcf"] <= 1.01
-    # PLDA's raw LLR already carries calibration; the cosine's raw Cllr is near 1 or above
-    assert summary["plda"]["cllr_raw"] < summary["baseline"]["cllr_raw"]
+    # calibration on the validation fold lowers the Cllr of the cosine's raw scores
+    assert summary["baseline"]["cllr"] < summary["baseline"]["cllr_raw"]
 
 
 def test_every_table_has_min_dcf_and_cllr(capsys):
