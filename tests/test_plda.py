@@ -239,3 +239,33 @@ def test_bad_scoring_input(data):
         PLDA().fit(X[index][s != 1], s[s != 1])
     with pytest.raises(ValueError, match="n_components"):
         PLDA(n_components=D + 1).fit(X, labels)
+
+
+# --------------------------------------------------------------------------- transformers
+
+
+def test_lda_whitens_the_within_class_covariance(data):
+    from metricfit import LDA
+
+    X, labels, index, s = data
+    lda = LDA(n_components=4).fit(X, labels)
+    Z = lda.transform(X)
+    assert Z.shape == (X.shape[0], 4)
+    means = np.array([Z[labels == c].mean(axis=0) for c in np.unique(labels)])
+    within = (Z - means[np.unique(labels, return_inverse=True)[1]])
+    assert_allclose(within.T @ within / X.shape[0], np.eye(4), atol=1e-4)
+    assert lda.transform(X[index]).shape == (index.shape[0], 2, 4)
+    on_pairs = LDA(n_components=3).fit(X[index], s)  # similar pairs as classes of two
+    assert on_pairs.transform(X.astype(np.float32)).dtype == np.float32
+    with pytest.raises(ValueError, match="single identity"):
+        LDA().fit(X[:4], np.zeros(4))
+
+
+def test_length_normalizer_bad_input(data):
+    X, labels, _, _ = data
+    norm = LengthNormalizer().fit(X)
+    with pytest.raises(ValueError, match="features"):
+        norm.transform(X[:, :-1])
+    with pytest.raises(ValueError, match="NaN"):
+        LengthNormalizer().fit(np.full((3, 2), np.nan))
+    assert_allclose(LengthNormalizer(whiten=False).fit(X).transform(X.mean(axis=0)[None]), 0)
