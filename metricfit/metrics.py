@@ -256,7 +256,9 @@ _SCORERS = {"max_accuracy": max_accuracy_scorer, "neg_eer": neg_eer_scorer}
 
 
 def get_scorer(name):
-    """The scorer named 'max_accuracy' or 'neg_eer', for ``scoring=`` in model selection."""
+    """The scorer named 'max_accuracy', 'neg_eer', 'neg_min_dcf', 'neg_act_dcf', 'neg_cllr',
+    'neg_min_cllr', 'neg_fmr100' or 'neg_fmr1000', for ``scoring=`` in model selection (the
+    last six are defined further down this module)."""
     try:
         return _SCORERS[name]
     except (KeyError, TypeError):
