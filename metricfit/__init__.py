@@ -13,9 +13,12 @@ from . import metrics, pairs  # noqa: E402
 from .learners import (CSML, DDML, LDML, NCA, TSML, CosineSimilarity, MkNN, Siamese,  # noqa: E402
                        SiameseCNN)
 from .whitening import WCCN, WPCA  # noqa: E402
+from .learners.plda import PLDA  # noqa: E402
+from .backend import LDA, LengthNormalizer  # noqa: E402
 
 __all__ = [
     "Siamese", "TSML", "CSML", "DDML", "LDML", "MkNN", "NCA", "CosineSimilarity", "SiameseCNN",
     "WCCN", "WPCA", "metrics", "pairs",
     "__version__",
+    "PLDA", "LDA", "LengthNormalizer",
 ]

@@ -77,6 +77,12 @@ def _parser():
     verify.add_argument("--scores", default=None, metavar="OUT.npz",
                         help="save validation and test scores for `metricfit fuse`")
     verify.add_argument("--quiet", action="store_true", help="no progress bar")
+    verify.add_argument("--calibrate", action="store_true",
+                        help="report Cllr and actDCF(0.01) of the scores calibrated on each "
+                             "validation fold (linear, BOSARIS) instead of the raw Cllr")
+    verify.add_argument("--snorm", type=int, default=None, metavar="COHORT",
+                        help="add METHOD+snorm rows: s-norm with a cohort of COHORT training "
+                             "images")
     fuse = commands.add_parser("fuse", help="fuse the saved scores of several verify runs")
     fuse.add_argument("files", nargs="+", metavar="SCORES.npz",
                       help="written by `metricfit verify --scores` on one protocol")
@@ -226,7 +232,7 @@ def _features(images, kind, quiet, lbp_block=10):
 
 def _run(args, data, vectors, methods, lams, progress):
     options = dict(methods=methods, lams=lams, max_iter=args.max_iter, progress=progress,
-                   fusion=args.fusion)
+                   fusion=args.fusion, snorm=args.snorm)
     if args.data == "digits":
         experiments = verification.run_digits(vectors, data.labels, n_components=args.n_components
                                               or 32, n_repeats=args.repeats, **options)
@@ -251,8 +257,9 @@ def _run(args, data, vectors, methods, lams, progress):
 def _plot(path, curves, rows, title):
     from matplotlib.figure import Figure  # Agg canvas for PNG, no pyplot state
 
-    fig = Figure(figsize=(12, 5))
-    roc, fafr = fig.subplots(1, 2)
+    fig = Figure(figsize=(18, 5))
+    roc, det, fafr = fig.subplots(1, 3)
+    _plot_det(det, curves)
     grid, eer = curves["grid"], {row["method"]: row["eer"] for row in rows}
     for name, curve in curves["methods"].items():
         (line,) = roc.plot(grid, curve["tar"], label=f"{name} (EER {100 * eer[name]:.1f} %)")
@@ -263,11 +270,41 @@ def _plot(path, curves, rows, title):
             title="ROC (test pairs, mean over experiments)")
     fafr.set(xlabel="share of test pairs rejected (threshold as a score quantile)",
              ylabel="rate", title="FR (solid) and FA (dashed) rates, mean over experiments")
-    for axes in (roc, fafr):
+    for axes in (roc, det, fafr):
         axes.legend(fontsize="small")
     fig.suptitle(title, fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def _check_back_end_flags(args):
+    """--snorm and --lbp-block: one-line errors naming the argument (exit 2)."""
+    if args.snorm is not None and args.snorm < 2:
+        raise ValueError(f"--snorm: the cohort needs at least 2 images, got {args.snorm}.")
+    if args.lbp_block < 2:
+        raise ValueError(f"--lbp-block: the LBP cell side must be >= 2 pixels, got "
+                         f"{args.lbp_block}.")
+
+
+def _plot_det(axes, curves):
+    """The mean ROC of each method (vertically averaged) on DET normal-deviate axes."""
+    from scipy.stats import norm
+
+    from .metrics import DET_TICKS
+
+    grid = np.asarray(curves["grid"])
+    eps = 1e-3
+    for name, curve in curves["methods"].items():
+        fnmr = 1 - np.asarray(curve["tar"])
+        axes.plot(norm.ppf(np.clip(grid, eps, 1 - eps)), norm.ppf(np.clip(fnmr, eps, 1 - eps)),
+                  label=name)
+    ticks = norm.ppf(DET_TICKS)
+    labels = [f"{100 * t:g}" for t in DET_TICKS]
+    axes.set_xticks(ticks, labels)
+    axes.set_yticks(ticks, labels)
+    axes.set(xlim=(ticks[0], ticks[-1]), ylim=(ticks[0], ticks[-1]),
+             xlabel="false match rate (%)", ylabel="false non-match rate (%)",
+             title="DET (mean ROC on normal-deviate axes)")
 
 
 def verify(args):
@@ -280,6 +317,7 @@ def verify(args):
                          "pairs); digits has its own image-split protocol.")
     if args.fusion and len(methods) < 2:
         raise ValueError("--fusion needs at least two methods.")
+    _check_back_end_flags(args)
     if args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -294,7 +332,8 @@ def verify(args):
         data = _load(args)
         vectors = _features(data.images, args.features, args.quiet, args.lbp_block)
         n_experiments = args.repeats if args.data == "digits" else np.unique(data.pair_fold).size
-        bar = _Bar(n_experiments * (len(methods) + args.fusion), "verify", args.quiet)
+        bar = _Bar(n_experiments * (len(methods) * (1 + bool(args.snorm)) + args.fusion),
+                   "verify", args.quiet)
         experiments, protocol = _run(args, data, vectors, methods, lams, lambda e, r: bar.step(
             f"experiment {e + 1}: {r.method} {100 * r.accuracy:.2f} %"
             + ("" if np.isnan(r.lam) else f" (lambda {r.lam:g})")))
@@ -303,7 +342,7 @@ def verify(args):
     seconds = time.perf_counter() - start
     print(f"{protocol}; features {args.features}; mean +- SEM over {len(experiments)}; "
           f"{seconds:.1f} s")
-    print(verification.format_table(rows))
+    print(verification.format_table(rows, calibrated=args.calibrate))
     if caught:
         print(f"metricfit: {len(caught)} warning(s) while fitting, e.g. {caught[0].message}",
               file=sys.stderr)

@@ -29,7 +29,7 @@ from .pairs import check_pair_labels, check_pairs
 
 __all__ = ["ScoreFusion", "fusion_model", "stack_scores"]
 
-METHODS = ("svm", "logistic")
+METHODS = ("svm", "logistic", "llr")
 RESPONSE_METHODS = ("pair_score", "decision_function")  # first one found is used
 
 
@@ -137,11 +137,17 @@ def stack_scores(estimators, inputs):
 def fusion_model(method="svm", C=1.0):
     """The unfitted fusion classifier on a matrix of scores (n_pairs, n_scores):
     ``StandardScaler`` then ``LinearSVC`` (``method='svm'``, seed 002 IV.D) or
-    ``LogisticRegression`` (``'logistic'``, seed 001 5.3)."""
+    ``LogisticRegression`` (``'logistic'``, seed 001 5.3), or (``'llr'``) the prior-weighted
+    logistic regression of BOSARIS linear fusion: classes weighted to a target prior of 0.5
+    (``class_weight='balanced'``) and ``C`` scaled by 1e4 (nearly unregularised), so that
+    the decision value is a calibrated log-likelihood ratio."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
     if not isinstance(C, Real) or isinstance(C, bool) or not C > 0:
         raise ValueError(f"C must be a positive number, got {C!r}.")
+    if method == "llr":
+        return make_pipeline(StandardScaler(),
+                             LogisticRegression(C=1e4 * C, class_weight="balanced"))
     classifier = LinearSVC(C=C, random_state=0) if method == "svm" else LogisticRegression(C=C)
     return make_pipeline(StandardScaler(), classifier)
 
@@ -165,8 +171,10 @@ class ScoreFusion(ClassifierMixin, BaseEstimator):
     ----------
     estimators : list of (name, estimator) or (name, estimator, selector)
         Fitted scorers with ``pair_score`` or ``decision_function``; see :func:`stack_scores`.
-    method : {'svm', 'logistic'}, default='svm'
-        ``LinearSVC`` (seed 002) or ``LogisticRegression`` (seed 001) on the scores.
+    method : {'svm', 'logistic', 'llr'}, default='svm'
+        ``LinearSVC`` (seed 002) or ``LogisticRegression`` (seed 001) on the scores; 'llr':
+        prior-weighted logistic regression whose :meth:`pair_score` is a calibrated
+        log-likelihood ratio (BOSARIS linear fusion; see :func:`fusion_model`).
     C : float > 0, default=1.0
         Inverse regularisation strength of the fusion classifier.
 

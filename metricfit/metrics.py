@@ -256,8 +256,221 @@ _SCORERS = {"max_accuracy": max_accuracy_scorer, "neg_eer": neg_eer_scorer}
 
 
 def get_scorer(name):
-    """The scorer named 'max_accuracy' or 'neg_eer', for ``scoring=`` in model selection."""
+    """The scorer named 'max_accuracy', 'neg_eer', 'neg_min_dcf', 'neg_act_dcf', 'neg_cllr',
+    'neg_min_cllr', 'neg_fmr100' or 'neg_fmr1000', for ``scoring=`` in model selection (the
+    last six are defined further down this module)."""
     try:
         return _SCORERS[name]
     except (KeyError, TypeError):
         raise ValueError(f"unknown scorer {name!r}; choose one of {sorted(_SCORERS)}.") from None
+
+
+# --------------------------------------------------------------------------------------------
+# The speaker-verification units: DCF, Cllr, FNMR at FMR, DET (NIST SRE, BOSARIS, ISO 19795).
+# Scores for actDCF and Cllr are log-likelihood ratios (natural log), "accept" = llr >= theta.
+
+#: Named operating points ``(P_target, C_miss, C_fa)``: NIST SRE / VoxCeleb use 0.01 and
+#: 0.001 (C_miss = C_fa = 1 in VoxSRC), 0.05 is VoxSRC's other point.
+DCF_PRESETS = {"p01": (0.01, 1.0, 1.0), "p001": (0.001, 1.0, 1.0), "p05": (0.05, 1.0, 1.0)}
+
+
+def _operating_point(p_target, c_miss, c_fa, preset):
+    if preset is not None:
+        if preset not in DCF_PRESETS:
+            raise ValueError(f"unknown DCF preset {preset!r}; choose from {sorted(DCF_PRESETS)}.")
+        return DCF_PRESETS[preset]
+    if not 0 < p_target < 1 or not c_miss > 0 or not c_fa > 0:
+        raise ValueError(f"need 0 < p_target < 1 and positive costs, got p_target={p_target}, "
+                         f"c_miss={c_miss}, c_fa={c_fa}.")
+    return float(p_target), float(c_miss), float(c_fa)
+
+
+def _dcf_terms(p_target, c_miss, c_fa):
+    """The weights of P_miss and P_fa in the DCF normalised by the best trivial system."""
+    norm = min(c_miss * p_target, c_fa * (1 - p_target))
+    return c_miss * p_target / norm, c_fa * (1 - p_target) / norm
+
+
+def min_dcf(y_true, scores, p_target=0.01, c_miss=1.0, c_fa=1.0, *, preset=None):
+    """Minimum normalised detection cost over all thresholds (NIST SRE).
+
+    ``DCF(theta) = [C_miss P_tar P_miss(theta) + C_fa (1 - P_tar) P_fa(theta)] / min(C_miss
+    P_tar, C_fa (1 - P_tar))``, minimised over every cut between distinct scores (exact).
+    ``preset`` ('p01', 'p001', 'p05', :data:`DCF_PRESETS`) overrides the three numbers.
+    Any score scale works (only the order matters). Returns ``(min_dcf, threshold)``.
+    """
+    s, scores = _check_labels_and_scores(y_true, scores)
+    p, cm, cf = _operating_point(p_target, c_miss, c_fa, preset)
+    unique, rejected_genuine, rejected_impostor = _cut_counts(s, scores)
+    far, frr = _rates(rejected_genuine, rejected_impostor)
+    w_miss, w_fa = _dcf_terms(p, cm, cf)
+    dcf = w_miss * frr + w_fa * far
+    best = int(np.argmin(dcf))
+    return float(dcf[best]), _cut_threshold(unique, best)
+
+
+def bayes_threshold(p_target=0.01, c_miss=1.0, c_fa=1.0, *, preset=None):
+    """The Bayes decision threshold on a calibrated LLR: ``log(C_fa (1 - P) / (C_miss P))``."""
+    p, cm, cf = _operating_point(p_target, c_miss, c_fa, preset)
+    return float(np.log(cf * (1 - p) / (cm * p)))
+
+
+def act_dcf(y_true, llr, p_target=0.01, c_miss=1.0, c_fa=1.0, *, preset=None):
+    """Actual normalised DCF: the cost of deciding ``llr >= bayes_threshold`` (the scores
+    must be log-likelihood ratios; the gap to :func:`min_dcf` is the calibration loss)."""
+    s, llr = _check_labels_and_scores(y_true, llr)
+    p, cm, cf = _operating_point(p_target, c_miss, c_fa, preset)
+    accept = llr >= bayes_threshold(p, cm, cf)
+    w_miss, w_fa = _dcf_terms(p, cm, cf)
+    return float(w_miss * np.mean(~accept[s == 1]) + w_fa * np.mean(accept[s != 1]))
+
+
+def cllr(y_true, llr):
+    """Log-likelihood-ratio cost (Brümmer and du Preez 2006), in bits::
+
+        Cllr = 1/(2 log 2) [mean_tar log(1 + e^-llr) + mean_non log(1 + e^llr)]
+
+    1 for a system that always says llr = 0; 0 for perfect, calibrated, infinitely
+    confident scores."""
+    s, llr = _check_labels_and_scores(y_true, llr)
+    _require_both(s)
+    tar = np.mean(np.logaddexp(0, -llr[s == 1]))
+    non = np.mean(np.logaddexp(0, llr[s != 1]))
+    return float((tar + non) / (2 * np.log(2)))
+
+
+def _require_both(s):
+    if np.unique(s).size < 2:
+        raise ValueError("y_true needs both similar (target) and dissimilar (non-target) pairs.")
+
+
+def pav_llr(y_true, scores):
+    """The pool-adjacent-violators (isotonic) transform of ``scores`` into the LLRs that are
+    optimal on these trials (the "oracle" calibration behind minCllr and the ROC convex hull):
+    the isotonic posterior p of a target, as a log-odds minus the log-odds of the empirical
+    target proportion. Values are +-inf in pure bins."""
+    from sklearn.isotonic import IsotonicRegression
+
+    s, scores = _check_labels_and_scores(y_true, scores)
+    _require_both(s)
+    post = IsotonicRegression(out_of_bounds="clip").fit_transform(scores, (s == 1).astype(float))
+    prior = np.mean(s == 1)
+    with np.errstate(divide="ignore"):
+        return np.log(post) - np.log1p(-post) - np.log(prior / (1 - prior))
+
+
+def min_cllr(y_true, scores):
+    """Cllr after the optimal monotone (PAV) calibration on these trials: the discrimination
+    part of Cllr (``cllr - min_cllr`` is the calibration loss)."""
+    s, scores = _check_labels_and_scores(y_true, scores)
+    llr = pav_llr(s, scores)
+    with np.errstate(over="ignore"):
+        tar = np.where(np.isposinf(llr), 0.0, np.logaddexp(0, -llr))[s == 1]
+        non = np.where(np.isneginf(llr), 0.0, np.logaddexp(0, llr))[s != 1]
+    return float((tar.mean() + non.mean()) / (2 * np.log(2)))
+
+
+def roc_convex_hull(y_true, scores):
+    """The vertices ``(p_fa, p_miss)`` of the ROC convex hull (ROCCH), from the PAV bins:
+    accept everything at and above each bin, from "accept all" to "reject all"."""
+    s, scores = _check_labels_and_scores(y_true, scores)
+    llr = pav_llr(s, scores)
+    levels = np.unique(llr)
+    p_fa = [np.mean(llr[s != 1] >= v) for v in levels] + [0.0]
+    p_miss = [np.mean(llr[s == 1] < v) for v in levels] + [1.0]
+    return np.array(p_fa), np.array(p_miss)
+
+
+def fnmr_at_fmr(y_true, scores, fmr=0.01):
+    """False non-match rate at a false match rate (ISO/IEC 19795 names for FRR at FAR; see
+    :func:`false_reject_at_false_accept`). FMR100: fmr=0.01; FMR1000: fmr=0.001."""
+    return false_reject_at_false_accept(y_true, scores, fmr)
+
+
+def det_curve(y_true, scores):
+    """DET curve ``(fmr, fnmr, thresholds)`` (:func:`sklearn.metrics.det_curve`, pos_label
+    +1); plot it on normal-deviate axes with :func:`plot_det` (``scipy.stats.norm.ppf``)."""
+    from sklearn.metrics import det_curve as sklearn_det_curve
+
+    s, scores = _check_labels_and_scores(y_true, scores)
+    return sklearn_det_curve(s, scores, pos_label=1)
+
+
+DET_TICKS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4)
+
+
+def plot_det(curves, ax=None):
+    """Draw DET curves on normal-deviate axes (matplotlib, imported here only).
+
+    Parameters
+    ----------
+    curves : dict name -> (y_true, scores)
+    ax : matplotlib Axes or None (a new Figure's)
+
+    Returns
+    -------
+    ax
+    """
+    from scipy.stats import norm
+
+    if ax is None:
+        from matplotlib.figure import Figure
+
+        ax = Figure(figsize=(5, 5)).subplots()
+    eps = 1e-4
+    for name, (y, scores) in curves.items():
+        fmr, fnmr, _ = det_curve(y, scores)
+        eer = equal_error_rate(y, scores)[0]
+        ax.plot(norm.ppf(np.clip(fmr, eps, 1 - eps)), norm.ppf(np.clip(fnmr, eps, 1 - eps)),
+                label=f"{name} (EER {100 * eer:.1f} %)")
+    ticks = norm.ppf(DET_TICKS)
+    labels = [f"{100 * t:g}" for t in DET_TICKS]
+    ax.set_xticks(ticks, labels)
+    ax.set_yticks(ticks, labels)
+    ax.set(xlim=(ticks[0], ticks[-1]), ylim=(ticks[0], ticks[-1]),
+           xlabel="false match rate (%)", ylabel="false non-match rate (%)", title="DET")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def _llr_response(estimator, X):
+    """``pair_score`` (an LLR for PLDA and calibrated learners), looking through a Pipeline's
+    transformers; ``decision_function`` for estimators without it."""
+    steps = getattr(estimator, "steps", None)
+    if steps is not None and hasattr(steps[-1][1], "pair_score"):
+        for _, step in steps[:-1]:
+            if step is not None and step != "passthrough":
+                X = step.transform(X)
+        return steps[-1][1].pair_score(X)
+    if hasattr(estimator, "pair_score"):
+        return estimator.pair_score(X)
+    return estimator.decision_function(X)
+
+
+def _scorer(function, sign=-1.0):
+    def scorer(estimator, X, y):
+        return sign * function(y, _llr_response(estimator, X))
+    scorer.__name__ = f"neg_{function.__name__}_scorer" if sign < 0 else function.__name__
+    return scorer
+
+
+#: minDCF at P_target 0.01, negated (greater is better) for GridSearchCV.
+neg_min_dcf_scorer = _scorer(lambda y, s: min_dcf(y, s, preset="p01")[0])
+#: actDCF at P_target 0.01 of ``pair_score`` (an LLR), negated.
+neg_act_dcf_scorer = _scorer(lambda y, s: act_dcf(y, s, preset="p01"))
+#: Cllr of ``pair_score`` (an LLR), negated.
+neg_cllr_scorer = _scorer(cllr)
+#: minCllr, negated.
+neg_min_cllr_scorer = _scorer(min_cllr)
+#: FNMR at FMR = 1 % (FMR100), negated.
+neg_fmr100_scorer = _scorer(lambda y, s: float(fnmr_at_fmr(y, s, 0.01)))
+#: FNMR at FMR = 0.1 % (FMR1000), negated.
+neg_fmr1000_scorer = _scorer(lambda y, s: float(fnmr_at_fmr(y, s, 0.001)))
+
+_SCORERS.update({"neg_min_dcf": neg_min_dcf_scorer, "neg_act_dcf": neg_act_dcf_scorer,
+                 "neg_cllr": neg_cllr_scorer, "neg_min_cllr": neg_min_cllr_scorer,
+                 "neg_fmr100": neg_fmr100_scorer, "neg_fmr1000": neg_fmr1000_scorer})
+__all__ += ["DCF_PRESETS", "min_dcf", "act_dcf", "bayes_threshold", "cllr", "min_cllr",
+            "pav_llr", "roc_convex_hull", "fnmr_at_fmr", "det_curve", "plot_det",
+            "neg_min_dcf_scorer", "neg_act_dcf_scorer", "neg_cllr_scorer",
+            "neg_min_cllr_scorer", "neg_fmr100_scorer", "neg_fmr1000_scorer"]

@@ -27,7 +27,8 @@ from .pairs import fold_pairs, identity_folds, sample_pairs, unrestricted_pairs
 from .whitening import WCCN, WPCA
 
 METHODS = ("baseline", "wccn", "csml-i", "csml-wccn", "tsml-i", "tsml-wccn", "tsml-sim",
-           "ddml-i", "ddml-sim", "ldml", "tsml-wccn-sim", "csml-sim", "ddml-wccn")
+           "ddml-i", "ddml-sim", "ldml", "tsml-wccn-sim", "csml-sim", "ddml-wccn", "plda",
+           "plda-lnorm")
 ALIASES = {"csml": "csml-i", "tsml": "tsml-i", "ddml": "ddml-i"}
 SIMILAR_ONLY = {"tsml-i": "tsml-sim", "ddml-i": "ddml-sim"}
 DEFAULT_METHODS = ("baseline", "wccn", "csml-i", "tsml-i", "tsml-wccn", "tsml-sim")
@@ -59,6 +60,8 @@ def make_method(name, lam=None, max_iter=200):
         return CosineSimilarity()
     if name == "wccn":
         return make_pipeline(WCCN(), CosineSimilarity())
+    if name in ("plda", "plda-lnorm"):
+        return _plda_method(name)
     if name not in learned:
         raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}.")
     return learned[name]()
@@ -77,7 +80,31 @@ def resolve_methods(names, similar_only=False):
 
 
 def has_lam(name):
-    return name not in ("baseline", "wccn")
+    return name not in ("baseline", "wccn", "plda", "plda-lnorm")
+
+
+def _plda_method(name):
+    """'plda': two-covariance PLDA (each similar training pair a class of two); 'plda-lnorm':
+    after length normalisation (centre, whiten, L2-normalise)."""
+    from .backend import LengthNormalizer
+    from .learners.plda import PLDA
+
+    return PLDA() if name == "plda" else make_pipeline(LengthNormalizer(), PLDA())
+
+
+def _back_end_metrics(scores, y, val):
+    """minDCF(0.01) of the test scores; Cllr of the scores as they are (the decision values:
+    for PLDA its LLR minus ``threshold_``, a plain score for the other methods); actDCF(0.01)
+    and Cllr after linear calibration fitted on the validation scores (NaN without them)."""
+    from .backend.calibration import LinearCalibration
+    from .metrics import act_dcf, cllr, min_dcf
+
+    out = {"min_dcf": min_dcf(y, scores, preset="p01")[0], "cllr_raw": cllr(y, scores),
+           "cllr": np.nan, "act_dcf": np.nan}
+    if val is not None and np.unique(val[1]).size == 2:
+        calibrated = LinearCalibration().fit(val[0], val[1]).transform(scores)
+        out.update(cllr=cllr(y, calibrated), act_dcf=act_dcf(y, calibrated, preset="p01"))
+    return out
 
 
 def _extra():
@@ -96,6 +123,10 @@ class Result:
     eer: float
     lam: float
     threshold: float
+    min_dcf: float = np.nan  # P_target 0.01
+    cllr_raw: float = np.nan  # of the decision values as they are
+    cllr: float = np.nan  # after linear calibration on the validation fold
+    act_dcf: float = np.nan  # P_target 0.01, after the same calibration
     scores: np.ndarray = _extra()
     y: np.ndarray = _extra()
     model: object = _extra()
@@ -108,7 +139,8 @@ def _test_result(name, scores, y, threshold, lam, model, val=None):
     return Result(method=name, accuracy=accuracy_at_threshold(y, scores, threshold),
                   maxda=max_decision_accuracy(y, scores)[0], eer=equal_error_rate(y, scores)[0],
                   lam=float(lam), threshold=float(threshold), scores=scores, y=np.asarray(y),
-                  model=model, val_scores=val_scores, val_y=val_y)
+                  model=model, val_scores=val_scores, val_y=val_y,
+                  **_back_end_metrics(np.asarray(scores), y, val))
 
 
 def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):
@@ -124,6 +156,18 @@ def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):
     _, threshold, lam, method, val_scores = best
     return _test_result(name, method.decision_function(test[0]), test[1], threshold, lam, method,
                         (val_scores, val[1]))
+
+
+def snorm_result(result, cohort, val, test):
+    """'METHOD+snorm': the fitted method's scores s-normalised with the cohort (points in the
+    method's input space), threshold chosen on ``val`` for accuracy."""
+    from .backend import ScoreNormalizer
+
+    normaliser = ScoreNormalizer(result.model, cohort, "s-norm")
+    val_scores = normaliser.pair_score(val[0])
+    threshold = max_decision_accuracy(val[1], val_scores)[1]
+    return _test_result(result.method + "+snorm", normaliser.pair_score(test[0]), test[1],
+                        threshold, result.lam, normaliser, (val_scores, val[1]))
 
 
 def fuse(results, val, test):
@@ -216,7 +260,7 @@ def lfw_restricted_rotation(n_folds=10):
 
 def run_folds(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_components=100,
               lams=DEFAULT_LAMS, max_iter=200, progress=None, train_pairs=None, fusion=False,
-              rotation=None):
+              rotation=None, snorm=None):
     """:func:`run_experiment` for each experiment of the fold rotation (default
     :func:`fold_rotation` of the folds 0..n-1 of ``fold``, the fold of each of the fixed
     pairs ``pair_index`` (row indices into ``vectors``) with labels ``y``). Validation and test
@@ -233,7 +277,7 @@ def run_folds(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_component
             splits[0] = train_pairs(train_folds, e)
         experiments.append(run_experiment(vectors, splits, methods, n_components, lams,
                                           max_iter, functools.partial(progress, e)
-                                          if progress else None, fusion))
+                                          if progress else None, fusion, snorm))
     return experiments
 
 
@@ -247,11 +291,13 @@ def run_lfw_restricted(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_
 
 
 def run_experiment(vectors, splits, methods, n_components, lams=DEFAULT_LAMS, max_iter=200,
-                   progress=None, fusion=False):
+                   progress=None, fusion=False, snorm=None):
     """One experiment: WPCA to ``n_components`` (capped at half the training images, whose
     whitened variances would be ill-estimated beyond, and at the dimension) fitted on the
     distinct images of the training pairs (no labels, no identities), then
-    :func:`select_and_test` for every method, and :func:`fuse` if ``fusion``.
+    :func:`select_and_test` for every method, and :func:`fuse` if ``fusion``. With ``snorm``
+    (an int K), each method also gets a row 'METHOD+snorm': its scores s-normalised with a
+    cohort of K training images (:func:`snorm_result`).
 
     ``splits`` is ``[(index_pairs, y)]`` for train, validation and test: row indices into
     ``vectors`` (n_images, n_features). ``progress(result)`` is called after each method.
@@ -265,6 +311,12 @@ def run_experiment(vectors, splits, methods, n_components, lams=DEFAULT_LAMS, ma
         results.append(select_and_test(name, *data, lams=lams, max_iter=max_iter))
         if progress:
             progress(results[-1])
+        if snorm:
+            cohort = embedded[np.random.RandomState(0).choice(
+                images, min(snorm, images.size), replace=False)]
+            results.append(snorm_result(results[-1], cohort, data[1], data[2]))
+            if progress:
+                progress(results[-1])
     if fusion:
         results.append(fuse(results, data[1], data[2]))
         if progress:
@@ -323,7 +375,7 @@ def digits_split(labels, n_pairs=1000, random_state=0):
 
 
 def run_digits(images, labels, methods=DEFAULT_METHODS, n_components=32, lams=DEFAULT_LAMS,
-               n_repeats=5, max_iter=200, progress=None, fusion=False):
+               n_repeats=5, max_iter=200, progress=None, fusion=False, snorm=None):
     """:func:`run_experiment` on ``n_repeats`` random :func:`digits_split` splits. Returns one
     list of Results per repeat."""
     experiments = []
@@ -332,7 +384,7 @@ def run_digits(images, labels, methods=DEFAULT_METHODS, n_components=32, lams=DE
         splits = [split[name] for name in ("train", "val", "test")]
         experiments.append(run_experiment(images, splits, methods, n_components, lams, max_iter,
                                           functools.partial(progress, repeat)
-                                          if progress else None, fusion))
+                                          if progress else None, fusion, snorm))
     return experiments
 
 
@@ -341,7 +393,7 @@ def summarise(experiments):
     rows = []
     for column in zip(*experiments):
         row = {"method": column[0].method, "n_experiments": len(column)}
-        for key in ("accuracy", "maxda", "eer"):
+        for key in ("accuracy", "maxda", "eer", "min_dcf", "cllr_raw", "cllr", "act_dcf"):
             values = np.array([getattr(r, key) for r in column])
             sem = values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else 0.0
             row[key], row[key + "_sem"] = float(values.mean()), float(sem)
@@ -373,13 +425,20 @@ def mean_curves(experiments, n_points=101):
     return {"grid": grid.tolist(), "methods": curves}
 
 
-def format_table(rows):
-    """A plain-text table of :func:`summarise` rows, percentages with +- SEM."""
+def format_table(rows, calibrated=False):
+    """A plain-text table of :func:`summarise` rows, percentages with +- SEM, then minDCF at
+    P_target 0.01 and Cllr: of the raw scores, or (``calibrated``) of the scores calibrated on
+    the validation fold, with their actDCF."""
     width = max([11] + [len(row["method"]) for row in rows])
-    lines = [f"{'method':<{width}} {'accuracy %':>15} {'maxDA %':>15} {'EER %':>15}"]
+    extra = (("min_dcf", "minDCF"), ("cllr", "Cllr cal"), ("act_dcf", "actDCF cal")) \
+        if calibrated else (("min_dcf", "minDCF"), ("cllr_raw", "Cllr"))
+    lines = [f"{'method':<{width}} {'accuracy %':>15} {'maxDA %':>15} {'EER %':>15} "
+             + " ".join(f"{title:>15}" for _, title in extra)]
     for row in rows:
         cells = [f"{100 * row[k]:6.2f} +- {100 * row[k + '_sem']:4.2f}"
                  for k in ("accuracy", "maxda", "eer")]
+        cells += [f"{row.get(k, np.nan):6.3f} +- {row.get(k + '_sem', np.nan):5.3f}"
+                  for k, _ in extra]
         lines.append(f"{row['method']:<{width}} " + " ".join(f"{c:>15}" for c in cells))
     return "\n".join(lines)
 

@@ -1,0 +1,133 @@
+r"""N-vs-M (multi-enrolment) scoring: a claimed identity enrolled from several samples,
+tested with one sample or a set.
+
+Methods (``score_sets(learner, enrol, test, method)``):
+
+- ``'plda'`` (:class:`metricfit.PLDA` only; the default for it): the closed-form LLR of the
+  enrolment mean of n samples against the test mean of m samples (see
+  :mod:`metricfit.backend.plda`), exact under the model.
+- ``'mean-embedding'`` (default for every other learner): the learner's score of the mean
+  of the enrolment vectors against the mean of the test vectors. For cosine learners
+  the mean is taken of the *embeddings* ``learner.transform(x)`` after L2 normalisation,
+  then scored by the cosine; otherwise of the input vectors, scored by ``pair_score``.
+- ``'mean-score'`` / ``'max-score'``: the mean / max of the n x m pairwise scores.
+- ``'gaussian'``: seed 000 section 4.1, the Gaussian model of the claimed subject fitted on
+  the embeddings of the enrolment samples (:func:`metricfit.cnn.gaussian.fit_gaussian`,
+  shrinkage 0.5), each test sample scored by ``log p_genuine - log p_impostor``, where
+  ``p_impostor`` of a model is, as in the paper, the mean density of the claims evaluated
+  against it, here all the test samples given with that model in this call (the paper
+  takes the impostor claims; without labels we take every claim). Test sets of several
+  samples get the mean of their samples' scores. Needs ``n_i >= 2`` enrolment samples.
+"""
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..cnn.gaussian import fit_gaussian, gaussian_log_density
+from ..metrics import _llr_response
+from ..pairs import check_points
+
+__all__ = ["score_sets", "METHODS"]
+
+METHODS = ("plda", "mean-embedding", "mean-score", "max-score", "gaussian")
+
+
+def _last_step(learner):
+    steps = getattr(learner, "steps", None)
+    return steps[-1][1] if steps else learner
+
+
+def _embed(learner, X):
+    return np.asarray(learner.transform(X) if hasattr(learner, "transform") else X)
+
+
+def _sets(sets, what, n_features):
+    out = []
+    for i, rows in enumerate(sets):
+        out.append(check_points(np.atleast_2d(rows), n_features=n_features, what=f"{what}[{i}]"))
+    return out
+
+
+def score_sets(learner, enrol, test, method=None):
+    """Score ``test[i]`` against the model enrolled from ``enrol[i]``, for each i.
+
+    Parameters
+    ----------
+    learner : fitted learner or Pipeline ending in one
+    enrol, test : sequences of array-like of shape (n_i, d) / (m_i, d) (a 1-D row is one
+        sample)
+    method : str or None
+        One of :data:`METHODS`; None: 'plda' for PLDA, else 'mean-embedding'.
+
+    Returns
+    -------
+    scores : ndarray of shape (len(enrol),)
+    """
+    last = _last_step(learner)
+    is_plda = hasattr(last, "score_sets") and hasattr(last, "psi_")
+    method = method or ("plda" if is_plda else "mean-embedding")
+    if method not in METHODS:
+        raise ValueError(f"unknown enrolment method {method!r}; choose from {METHODS}.")
+    if len(enrol) != len(test):
+        raise ValueError(f"enrol and test hold {len(enrol)} and {len(test)} sets: one test set "
+                         "per enrolment model.")
+    if len(enrol) == 0:
+        raise ValueError("no trials: enrol and test are empty.")
+    n_features = np.atleast_2d(enrol[0]).shape[1]
+    enrol, test = _sets(enrol, "enrol", n_features), _sets(test, "test", n_features)
+    if method == "plda":
+        if not is_plda:
+            raise ValueError(f"method 'plda' needs a PLDA learner, got {type(last).__name__}.")
+        if last is learner:
+            return learner.score_sets(enrol, test)
+        front = learner[:-1]
+        return last.score_sets([front.transform(e) for e in enrol],
+                               [front.transform(t) for t in test])
+    if method == "mean-embedding":
+        if getattr(last, "_score_kind", None) == "cosine":
+            means = [[_unit(_embed(learner, x)).mean(axis=0) for x in sets]
+                     for sets in (enrol, test)]
+            return _cosine(np.asarray(means[0]), np.asarray(means[1]))
+        pairs = np.stack([np.asarray([e.mean(axis=0) for e in enrol]),
+                          np.asarray([t.mean(axis=0) for t in test])], axis=1)
+        return np.asarray(_llr_response(learner, pairs), dtype=np.float64)
+    if method in ("mean-score", "max-score"):
+        reduce = np.mean if method == "mean-score" else np.max
+        out = []
+        for e, t in zip(enrol, test):
+            pairs = np.stack([np.repeat(e, t.shape[0], axis=0), np.tile(t, (e.shape[0], 1))],
+                             axis=1)
+            out.append(reduce(_llr_response(learner, pairs)))
+        return np.asarray(out, dtype=np.float64)
+    return _gaussian(learner, enrol, test)
+
+
+def _unit(Z):
+    norms = np.linalg.norm(Z, axis=1, keepdims=True)
+    return np.divide(Z, norms, out=np.zeros_like(Z, dtype=np.float64), where=norms > 0)
+
+
+def _cosine(A, B):
+    return np.sum(_unit(A) * _unit(B), axis=1)
+
+
+def _gaussian(learner, enrol, test):
+    """Seed 000 4.1 per enrolment model: log p_genuine - log mean_claims p_genuine."""
+    if any(e.shape[0] < 2 for e in enrol):
+        raise ValueError("method 'gaussian' needs at least 2 enrolment samples per model.")
+    log_p = []
+    models = {}
+    for i, (e, t) in enumerate(zip(enrol, test)):
+        key = e.tobytes()
+        if key not in models:
+            models[key] = fit_gaussian(_embed(learner, e))
+        log_p.append(gaussian_log_density(_embed(learner, t), *models[key]))
+    out = np.empty(len(enrol))
+    keys = [e.tobytes() for e in enrol]
+    for key in set(keys):
+        rows = [i for i, k in enumerate(keys) if k == key]
+        claims = np.concatenate([log_p[i] for i in rows])
+        impostor = logsumexp(claims) - np.log(claims.size)
+        for i in rows:
+            out[i] = np.mean(log_p[i] - impostor)
+    return out

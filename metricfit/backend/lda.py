@@ -1,0 +1,154 @@
+"""The transformers before PLDA: length normalisation (centre, whiten, L2-normalise;
+Garcia-Romero and Espy-Wilson 2011) and LDA. Both take points (n, d) or pairs (n, 2, d), so
+they run in a :class:`~sklearn.pipeline.Pipeline` before :class:`metricfit.PLDA` on pairs."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from scipy import linalg
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import Interval, validate_params
+from ..pairs import check_pair_labels, check_pairs, check_points
+
+__all__ = ["LengthNormalizer", "LDA"]
+
+
+def _check(X, n_features=None):
+    if np.ndim(X) == 3:
+        return check_pairs(X, n_features=n_features, what="X (pairs)")
+    return check_points(X, n_features=n_features)
+
+
+def _rows(X):
+    return X.reshape(-1, X.shape[-1])
+
+
+class LengthNormalizer(TransformerMixin, BaseEstimator):
+    """Centre, optionally whiten, and scale every vector to unit length (the i-vector length
+    normalisation of Garcia-Romero and Espy-Wilson, Interspeech 2011).
+
+    ``z = W (x - mean) / ||W (x - mean)||``, W the inverse square root of the training
+    covariance (``whiten=True``) or I. A vector equal to the mean maps to 0.
+
+    Parameters
+    ----------
+    whiten : bool, default=True
+    reg : float, default=1e-6
+        Added, relative to the largest eigenvalue, to every eigenvalue before whitening.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,)
+    whitening_ : ndarray of shape (n_features, n_features) or None
+    n_features_in_ : int
+    """
+
+    _parameter_constraints = {"whiten": ["boolean"], "reg": [Interval(Real, 0, None)]}
+
+    def __init__(self, whiten=True, reg=1e-6):
+        self.whiten = whiten
+        self.reg = reg
+
+    def fit(self, X, y=None):
+        """Fit the mean (and whitening) on points (n, d) or the 2n vectors of pairs."""
+        validate_params(self)
+        P = _rows(_check(X)).astype(np.float64)
+        if P.shape[0] < 2:
+            raise ValueError("LengthNormalizer needs at least 2 vectors to fit.")
+        self.mean_ = P.mean(axis=0)
+        self.whitening_ = None
+        if self.whiten:
+            lam, V = linalg.eigh(np.cov(P, rowvar=False).reshape(P.shape[1], P.shape[1]))
+            lam = np.maximum(lam, 0) + self.reg * max(lam.max(), np.finfo(float).tiny)
+            self.whitening_ = (V / np.sqrt(lam)) @ V.T
+        self.n_features_in_ = P.shape[1]
+        return self
+
+    def transform(self, X):
+        """Unit-length vectors, same shape and dtype as X."""
+        check_is_fitted(self, "mean_")
+        X = _check(X, self.n_features_in_)
+        Z = _rows(X) - self.mean_.astype(X.dtype)
+        if self.whitening_ is not None:
+            Z = Z @ self.whitening_.astype(X.dtype)
+        norms = np.linalg.norm(Z, axis=1, keepdims=True)
+        Z = np.divide(Z, norms, out=np.zeros_like(Z), where=norms > 0)
+        return Z.reshape(X.shape)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.three_d_array = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+class LDA(TransformerMixin, BaseEstimator):
+    """Linear discriminant analysis to ``n_components`` dimensions: the leading solutions of
+    ``S_b v = lambda S_w v`` (between- and within-class scatter), rows scaled so that the
+    within-class covariance is I.
+
+    ``fit(X, labels)`` on points with identities, or ``fit(pairs, y)``: each similar pair a
+    class of two (dissimilar pairs unused), as :class:`metricfit.PLDA`.
+
+    Parameters
+    ----------
+    n_components : int or None, default=None
+        None: ``min(n_classes - 1, n_features)``.
+    reg : float, default=1e-6
+        Relative ridge on the within-class scatter.
+    """
+
+    _parameter_constraints = {"n_components": [Interval(Integral, 1, None), None],
+                              "reg": [Interval(Real, 0, None)]}
+
+    def __init__(self, n_components=None, reg=1e-6):
+        self.n_components = n_components
+        self.reg = reg
+
+    def fit(self, X, y):
+        validate_params(self)
+        X = _check(X)
+        if X.ndim == 3:
+            s = check_pair_labels(y, X.shape[0], require_both=False)
+            similar = X[s == 1]
+            X, y = _rows(similar), np.repeat(np.arange(similar.shape[0]), 2)
+        y = np.asarray(y)
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}.")
+        classes, codes = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError("LDA needs at least two classes: got a single identity.")
+        d = X.shape[1]
+        k = self.n_components or min(classes.size - 1, d)
+        if k > d:
+            raise ValueError(f"n_components={k} must be <= n_features={d}.")
+        X64 = X.astype(np.float64)
+        counts = np.bincount(codes)
+        means = np.zeros((classes.size, d))
+        np.add.at(means, codes, X64)
+        means /= counts[:, None]
+        mean = X64.mean(axis=0)
+        within = (X64 - means[codes]).T @ (X64 - means[codes])
+        D = (means - mean) * np.sqrt(counts)[:, None]
+        between = D.T @ D
+        within += self.reg * np.trace(within) / d * np.eye(d)
+        lam, V = linalg.eigh(between, within / X.shape[0])
+        self.components_ = V[:, ::-1][:, :k].T  # V^T (S_w / n) V = I
+        self.explained_variance_ = lam[::-1][:k]
+        self.mean_ = mean
+        self.n_features_in_ = d
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self, "components_")
+        X = _check(X, self.n_features_in_)
+        Z = (_rows(X) - self.mean_.astype(X.dtype)) @ self.components_.T.astype(X.dtype)
+        return Z.reshape(*X.shape[:-1], -1)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.three_d_array = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags

@@ -1,0 +1,229 @@
+r"""Gaussian PLDA: the two-covariance model and the simplified (rank-limited) model, by EM.
+
+The model (Ioffe 2006; Prince and Elder 2007; Brümmer and de Villiers 2010, "two-covariance")
+draws a class (identity) centre and its samples::
+
+    y_c ~ N(mu, B),        x_ij | y_c ~ N(y_c, W),
+
+with between-class covariance B and within-class covariance W. The *simplified* PLDA limits
+the identity variability to a q-dimensional subspace, ``B = V V^T`` with V (d, q).
+
+Sufficient statistics
+---------------------
+For a class of n samples with mean m (centred on mu), the likelihood factorises into the
+within-class offsets ``x_ij - m``, distributed alike under every hypothesis about the class,
+and the mean::
+
+    m ~ N(0, B + W / n).                                                       (1)
+
+Everything below works on the class means, their counts and one d x d scatter of the
+offsets, ``S_off = sum_ij (x_ij - m_c)(x_ij - m_c)^T`` (one O(n d^2) GEMM, computed once).
+
+EM for the two-covariance model (Kaldi, ``ivector/plda.cc``, ``PldaEstimator``)
+-----------------------------------------------------------------------------
+Write m = x + e with x ~ N(0, B) (the class centre) and e ~ N(0, W / n). The posterior of x
+is Gaussian with covariance ``C_n = (B^-1 + n W^-1)^-1`` and mean ``w = C_n n W^-1 m``. The
+M-step (Kaldi ``GetStatsFromClassMeans`` / ``EstimateFromStats``)::
+
+    B <- (1 / n_classes) sum_c (C_n + w_c w_c^T)
+    W <- (1 / N) [S_off + sum_c n_c (C_n + (m_c - w_c)(m_c - w_c)^T)]
+
+We run it in the basis T that diagonalises both covariances (``T W T^T = I``,
+``T B T^T = diag(psi)``; one d x d generalised eigenproblem, O(d^3)): there ``C_n =
+diag(psi / (1 + n psi))`` is elementwise for every n, and the two sums of outer products
+are two (n_classes, d) GEMMs. The cost per iteration is O(n_classes d^2 + d^3); the data
+enter once through S_off and the class means (O(n d^2)). No n x n array is formed.
+Initialisation and iteration count are Kaldi's: ``W = B = I`` and 10 iterations
+(``PldaEstimationConfig::num_em_iters``). The mean mu is the mean of the class means
+(Kaldi ``GetOutput``), held fixed.
+
+The log-likelihood (up to a constant in the counts) is Kaldi's ``ComputeObjf``::
+
+    L = -1/2 [(N - n_classes)(log|W| + d log 2 pi) + tr(W^-1 S_off)]
+        -1/2 sum_c [log|B + W/n_c| + d log 2 pi + m_c^T (B + W/n_c)^-1 m_c]     (2)
+
+EM for the simplified PLDA (Prince and Elder 2007)
+--------------------------------------------------
+Latent ``h_c ~ N(0, I_q)``, ``x_ij = mu + V h_c + eps``, ``eps ~ N(0, W)``. With ``f_c =
+n_c m_c`` (centred sums), ``P = W^-1``, the posterior of h_c has precision ``L_n = I + n V^T P
+V`` and mean ``E h_c = L_n^-1 V^T P f_c``; with ``R = sum_c n_c (L_n^-1 + E h_c E h_c^T)`` and
+``G = sum_c f_c E h_c^T``::
+
+    V <- G R^-1,      W <- (1 / N) [S_tot - V G^T],     S_tot = S_off + sum_c n_c m_c m_c^T.
+
+Per iteration O(n_classes d q + d^3 + q^3 per distinct class size).
+Initialisation: V from the top q eigenpairs of the between-class scatter, W = I.
+
+The log-likelihood ratio (closed form)
+--------------------------------------
+In the basis T (``u = T (x - mu)``), dimensions are independent: the class centre has
+variance psi_k, a sample variance 1. An enrolment mean a of n samples and a test mean b of m
+samples have, under "same identity", covariance ``[[p + 1/n, p], [p, p + 1/m]]`` and under
+"different" ``diag(p + 1/n, p + 1/m)`` (p = psi_k); with ``s = p + 1/n``, ``t = p + 1/m``,
+``D = s t - p^2``::
+
+    LLR = sum_k  -1/2 log(D / (s t)) - 1/2 [(t a^2 - 2 p a b + s b^2) / D - a^2 / s - b^2 / t]
+
+(n = m = 1 is Kaldi's ``Plda::LogLikelihoodRatio`` for one enrolment utterance; general n, m
+is the N-vs-M multi-enrolment score). Directions with psi_k = 0 contribute exactly 0.
+"""
+
+import numpy as np
+from scipy import linalg, sparse
+
+__all__ = ["class_statistics", "fit_two_covariance", "fit_simplified", "log_likelihood",
+           "plda_basis", "llr", "KALDI_N_ITER"]
+
+#: Kaldi's default number of EM iterations (``PldaEstimationConfig::num_em_iters``).
+KALDI_N_ITER = 10
+LOG_2PI = np.log(2 * np.pi)
+BLOCK_ROWS = 65536
+
+
+def class_statistics(X, codes, n_classes=None):
+    """Counts (C,), centred class means (C, d), the mean mu (d,) and the offset scatter
+    ``S_off`` (d, d) of points X (n, d) with class codes in 0..C-1.
+
+    mu is the unweighted mean of the class means (Kaldi). Means and scatter are accumulated
+    in float64; the scatter is one GEMM of the offsets in X's dtype.
+    """
+    n, d = X.shape
+    C = int(codes.max()) + 1 if n_classes is None else n_classes
+    onehot = sparse.csr_array((np.ones(n, dtype=X.dtype), (codes, np.arange(n))), shape=(C, n))
+    counts = np.bincount(codes, minlength=C).astype(np.float64)
+    sums = np.asarray(onehot @ X, dtype=np.float64)  # (C, d)
+    means = sums / counts[:, None]
+    means_x = means.astype(X.dtype)
+    scatter = np.zeros((d, d))
+    for start in range(0, n, BLOCK_ROWS):  # offsets a block of rows at a time
+        rows = slice(start, start + BLOCK_ROWS)
+        offsets = X[rows] - means_x[codes[rows]]
+        scatter += offsets.T @ offsets
+    mu = means.mean(axis=0)
+    return counts, means - mu, mu, scatter
+
+
+def plda_basis(B, W):
+    """``(T, psi)`` with ``T W T^T = I`` and ``T B T^T = diag(psi)``, psi descending and
+    floored at 0 (B may be singular)."""
+    psi, vecs = linalg.eigh(B, W)  # vecs^T W vecs = I, vecs^T B vecs = diag(psi)
+    order = np.argsort(psi)[::-1]
+    return vecs[:, order].T, np.maximum(psi[order], 0.0)
+
+
+def log_likelihood(B, W, counts, means, scatter):
+    """Eq. (2): the log-likelihood of the data (up to a constant in the counts) under the
+    two-covariance model (B, W), from :func:`class_statistics`."""
+    T, psi = plda_basis(B, W)
+    return _log_likelihood_in_basis(T, psi, means @ T.T, counts, scatter)
+
+
+def _log_likelihood_in_basis(T, psi, U, counts, scatter):
+    """Eq. (2) from the basis of (B, W) and the class means in it, ``U = means T^T``:
+    ``W^-1 = T^T T``, ``T (B + W/n) T^T = diag(psi + 1/n)``."""
+    d, C, N = T.shape[0], counts.size, counts.sum()
+    logdet_W = -2 * np.linalg.slogdet(T)[1]
+    part1 = -0.5 * ((N - C) * (logdet_W + d * LOG_2PI) + np.sum((T @ scatter) * T))
+    var = psi[None, :] + 1.0 / counts[:, None]  # (C, d): diag of T (B + W/n) T^T
+    part2 = -0.5 * np.sum(np.log(var).sum(axis=1) + logdet_W + d * LOG_2PI
+                          + np.sum(U * U / var, axis=1))
+    return float(part1 + part2)
+
+
+def _symmetric(S):
+    return 0.5 * (S + S.T)
+
+
+def _check_n_classes(counts, d):
+    if counts.size < 2:
+        raise ValueError("PLDA needs at least two identities: got a single identity.")
+    if (counts < 2).all():
+        raise ValueError("PLDA needs identities with two samples or more (the within-class "
+                         "covariance is estimated from them): every identity has one sample.")
+
+
+def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=None):
+    """EM for the two-covariance model (Kaldi's estimator, in the diagonalising basis).
+
+    Parameters
+    ----------
+    counts, means, scatter : from :func:`class_statistics`
+    n_iter : int, default=10 (Kaldi)
+    callback : callable(iteration, B, W, log_likelihood) or None
+        Called with the parameters after initialisation (iteration 0) and after every
+        iteration, and their eq. (2) log-likelihood. The iteration's own basis gives it for
+        free, except after the last iteration (one more class-mean projection).
+
+    Returns
+    -------
+    B, W : ndarray of shape (d, d)
+    """
+    d = means.shape[1]
+    _check_n_classes(counts, d)
+    B, W = np.eye(d), np.eye(d)  # Kaldi InitParameters: SetUnit()
+    N, C = counts.sum(), counts.size
+    for it in range(1, n_iter + 1):
+        T, psi = plda_basis(B, W)
+        Tinv = np.linalg.inv(T)
+        U = means @ T.T  # (C, d) class means in the basis
+        if callback:
+            callback(it - 1, B, W, _log_likelihood_in_basis(T, psi, U, counts, scatter))
+        mixed = psi[None, :] / (1.0 + counts[:, None] * psi[None, :])  # (C, d): diag C_n
+        Wm = mixed * counts[:, None] * U  # posterior means of the centres
+        R = U - Wm
+        between = np.diag(mixed.sum(axis=0)) + Wm.T @ Wm  # GEMM 1
+        within = np.diag(counts @ mixed) + (R * counts[:, None]).T @ R  # GEMM 2
+        B = _symmetric(Tinv @ between @ Tinv.T) / C
+        W = _symmetric(scatter + Tinv @ within @ Tinv.T) / N
+    if callback:
+        callback(n_iter, B, W, log_likelihood(B, W, counts, means, scatter))
+    return B, W
+
+
+def fit_simplified(counts, means, scatter, n_components, n_iter=KALDI_N_ITER, callback=None):
+    """EM for the simplified PLDA, ``B = V V^T`` with V of shape (d, n_components).
+
+    Returns ``B, W`` as :func:`fit_two_covariance` (B of rank n_components) and V.
+    """
+    d, q = means.shape[1], n_components
+    _check_n_classes(counts, d)
+    N = counts.sum()
+    F = means * counts[:, None]  # (C, d) centred sums f_c
+    between_scatter = means.T @ F  # sum_c n_c m_c m_c^T
+    total = scatter + between_scatter
+    lam, vecs = linalg.eigh(between_scatter / N)
+    V = vecs[:, ::-1][:, :q] * np.sqrt(np.maximum(lam[::-1][:q], 1e-12))
+    W = np.eye(d)
+    sizes, size_of = np.unique(counts, return_inverse=True)
+    if callback:
+        callback(0, V @ V.T, W, log_likelihood(V @ V.T, W, counts, means, scatter))
+    for it in range(1, n_iter + 1):
+        PV = linalg.solve(W, V, assume_a="pos")  # (d, q) = W^-1 V
+        A = V.T @ PV  # (q, q)
+        G = F @ PV  # (C, q)
+        Eh = np.empty_like(G)
+        R = np.zeros((q, q))
+        for j, n in enumerate(sizes):
+            rows = size_of == j
+            cov = np.linalg.inv(np.eye(q) + n * A)
+            Eh[rows] = G[rows] @ cov
+            R += n * rows.sum() * cov
+        R += (Eh * counts[:, None]).T @ Eh
+        Gs = F.T @ Eh  # (d, q)
+        V = linalg.solve(R, Gs.T, assume_a="pos").T
+        W = _symmetric(total - V @ Gs.T) / N
+        if callback:
+            callback(it, V @ V.T, W, log_likelihood(V @ V.T, W, counts, means, scatter))
+    return V @ V.T, W, V
+
+
+def llr(a, b, psi, n=1, m=1):
+    """The closed-form LLR of enrolment means a and test means b (rows, in the PLDA basis),
+    of n and m samples (scalars or arrays broadcasting against the rows)."""
+    p = psi[None, :]
+    n = np.asarray(n, dtype=np.float64).reshape(-1, 1)
+    m = np.asarray(m, dtype=np.float64).reshape(-1, 1)
+    s, t = p + 1.0 / n, p + 1.0 / m
+    D = s * t - p * p
+    quad = (t * a * a - 2 * p * a * b + s * b * b) / D - a * a / s - b * b / t
+    return -0.5 * np.sum(np.log(D / (s * t)) + quad, axis=1)

@@ -1,0 +1,97 @@
+"""Trial lists and score files in the common plain-text formats (Kaldi, BOSARIS, VoxCeleb
+tools), so that metricfit scores can be evaluated by other tools and the other way round.
+
+- trial list: one trial per line, ``enrol test target|nontarget`` (whitespace-separated;
+  ``1`` / ``0`` are read as target / nontarget too);
+- score file: ``enrol test score`` per line.
+
+Ids are strings naming an enrolment model and a test segment; :func:`score_trials` maps them
+to vectors (or sets of vectors) and scores every trial with a learner.
+"""
+
+import numpy as np
+
+from .enrolment import score_sets
+
+__all__ = ["read_trials", "write_trials", "read_scores", "write_scores", "score_trials"]
+
+_TARGET = {"target": 1, "1": 1, "tgt": 1, "nontarget": -1, "0": -1, "non": -1, "impostor": -1}
+
+
+def _lines(path):
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            fields = line.split()
+            if fields and not fields[0].startswith("#"):
+                yield number, fields
+
+
+def read_trials(path):
+    """``(enrol_ids, test_ids, y)``: string arrays and labels in {-1, +1} (+1 target)."""
+    enrol, test, y = [], [], []
+    for number, fields in _lines(path):
+        if len(fields) != 3 or fields[2].lower() not in _TARGET:
+            raise ValueError(f"{path}, line {number}: expected 'enrol test target|nontarget', "
+                             f"got {' '.join(fields)!r}.")
+        enrol.append(fields[0])
+        test.append(fields[1])
+        y.append(_TARGET[fields[2].lower()])
+    if not y:
+        raise ValueError(f"{path} holds no trials.")
+    return np.array(enrol), np.array(test), np.array(y, dtype=np.int8)
+
+
+def write_trials(path, enrol_ids, test_ids, y):
+    """Write ``enrol test target|nontarget`` lines (y in {-1, +1} or {0, 1})."""
+    if not len(enrol_ids) == len(test_ids) == len(y):
+        raise ValueError("enrol_ids, test_ids and y must have the same length.")
+    with open(path, "w") as f:
+        for e, t, label in zip(enrol_ids, test_ids, y):
+            f.write(f"{e} {t} {'target' if label == 1 else 'nontarget'}\n")
+
+
+def write_scores(path, enrol_ids, test_ids, scores):
+    """Write ``enrol test score`` lines (scores with full float64 precision)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if not len(enrol_ids) == len(test_ids) == scores.size:
+        raise ValueError("enrol_ids, test_ids and scores must have the same length.")
+    if not np.isfinite(scores).all():
+        raise ValueError("scores contain NaN or infinity.")
+    with open(path, "w") as f:
+        for e, t, score in zip(enrol_ids, test_ids, scores):
+            f.write(f"{e} {t} {float(score)!r}\n")
+
+
+def read_scores(path):
+    """``(enrol_ids, test_ids, scores)`` from ``enrol test score`` lines."""
+    enrol, test, scores = [], [], []
+    for number, fields in _lines(path):
+        try:
+            value = float(fields[2]) if len(fields) == 3 else None
+        except ValueError:
+            value = None
+        if value is None or not np.isfinite(value):
+            raise ValueError(f"{path}, line {number}: expected 'enrol test score' with a finite "
+                             f"score, got {' '.join(fields)!r}.")
+        enrol.append(fields[0])
+        test.append(fields[1])
+        scores.append(value)
+    if not scores:
+        raise ValueError(f"{path} holds no scores.")
+    return np.array(enrol), np.array(test), np.array(scores)
+
+
+def score_trials(learner, enrol_ids, test_ids, enrolments, segments, method=None):
+    """Score trials given by ids: ``enrolments[id]`` the vectors (n, d) enrolling a model,
+    ``segments[id]`` the test vector(s); N-vs-M by :func:`score_sets`. An id missing from
+    its dictionary is a ValueError naming it."""
+    for ids, table, what in ((enrol_ids, enrolments, "enrolment"), (test_ids, segments, "test")):
+        unknown = sorted({str(i) for i in ids} - {str(k) for k in table})
+        if unknown:
+            more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+            raise ValueError(f"the trial list names unknown {what} id(s) "
+                             f"{', '.join(unknown[:3])}{more}.")
+    enrolments = {str(k): v for k, v in enrolments.items()}
+    segments = {str(k): v for k, v in segments.items()}
+    return score_sets(learner, [enrolments[str(e)] for e in enrol_ids],
+                      [segments[str(t)] for t in test_ids], method)

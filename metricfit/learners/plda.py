@@ -1,0 +1,235 @@
+"""PLDA with the shared pair API: ``pair_score`` is the closed-form log-likelihood ratio."""
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import Interval, StrOptions, validate_params
+from ..backend import plda as core
+from ..pairs import check_pair_labels, check_pairs, check_points
+from ..pairs.index import IndexPairs, check_pair_input, read_rows
+from ._base import PairLearnerMixin
+
+DISSIMILAR = ("ignore", "singletons")
+
+
+def _finite_identities(labels, n):
+    labels = np.asarray(labels)
+    if labels.shape != (n,):
+        raise ValueError(f"labels must have shape (n_samples,) = ({n},), got {labels.shape}.")
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        raise ValueError("labels contain NaN or infinity.")
+    return np.unique(labels, return_inverse=True)
+
+
+class PLDA(PairLearnerMixin, BaseEstimator):
+    """Gaussian PLDA (two-covariance, or simplified with ``n_components``), trained by EM,
+    scoring pairs by the closed-form same-vs-different log-likelihood ratio.
+
+    See :mod:`metricfit.backend.plda` for the model, the EM updates (Kaldi's initialisation
+    ``W = B = I`` and 10 iterations by default) and the LLR.
+
+    Training data (``fit``):
+
+    - labelled points ``fit(X, labels)`` with X of shape (n_samples, n_features) (also
+      :meth:`fit_points`): identities are the labels, the unrestricted setting; the MkNN
+      convention.
+    - vector pairs ``fit(pairs, y)`` (n_pairs, 2, n_features), the restricted setting: each
+      *similar* pair is a class of two. The images of dissimilar pairs carry no identity;
+      with ``dissimilar_pairs='ignore'`` (default) they are not used; with
+      ``'singletons'`` each of their images is a class of one, which informs the total
+      covariance ``B + W`` (eq. 1 with n = 1) but not W alone. An image appearing in several
+      similar pairs counts once per pair (pairs carry no image identity).
+    - index pairs ``fit(index_pairs, y)`` (n_pairs, 2) into the ``preprocessor`` points:
+      as vector pairs, except that an image is one point: the identities are the connected
+      components of the similar pairs (so an image in several similar pairs counts once).
+
+    Parameters
+    ----------
+    n_components : int or None, default=None
+        None: two-covariance PLDA (full-rank B). An int q: simplified PLDA, ``B = V V^T``
+        with V of rank q (the speaker / identity subspace).
+    n_iter : int, default=10
+        EM iterations (Kaldi's default).
+    dissimilar_pairs : {'ignore', 'singletons'}, default='ignore'
+    preprocessor : array-like of shape (n_points, n_features), default=None
+        The points of index pairs.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,)
+    between_covariance_, within_covariance_ : ndarray of shape (n_features, n_features)
+    components_ : ndarray of shape (k, n_features)
+        T restricted to its k directions of positive psi: ``transform(X) = (X - mean_) T^T``.
+    psi_ : ndarray of shape (k,)
+        Between-class variances in that basis (within-class variance 1).
+    log_likelihood_ : list of float
+        Eq. (2) after initialisation and after every iteration (non-decreasing: EM).
+    threshold_ : float
+        Pairs: calibrated for accuracy on the training pairs. Points: 0, the Bayes decision
+        at P_target = 0.5 for a calibrated LLR.
+    classes_ : ndarray, [-1, 1]
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit import PLDA
+    >>> rng = np.random.default_rng(0)
+    >>> labels = np.repeat(np.arange(50), 4)
+    >>> X = 3 * rng.normal(size=(50, 5))[labels] + rng.normal(size=(200, 5))
+    >>> plda = PLDA().fit(X, labels)
+    >>> pairs = np.stack([X[[0, 0]], X[[1, 4]]], axis=1)  # same identity, then not
+    >>> plda.predict(pairs)
+    array([ 1, -1])
+    """
+
+    _score_kind = "llr"
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None), None],
+        "n_iter": [Interval(Integral, 0, None)],
+        "dissimilar_pairs": [StrOptions(set(DISSIMILAR))],
+        "preprocessor": ["array-like", None],
+    }
+
+    def __init__(self, n_components=None, n_iter=core.KALDI_N_ITER, dissimilar_pairs="ignore",
+                 preprocessor=None):
+        self.n_components = n_components
+        self.n_iter = n_iter
+        self.dissimilar_pairs = dissimilar_pairs
+        self.preprocessor = preprocessor
+
+    def fit(self, X, y):
+        """Fit on labelled points (n, d) + identities, vector pairs (n, 2, d) + pair labels,
+        or index pairs (n, 2) into ``preprocessor`` + pair labels."""
+        validate_params(self)
+        if np.ndim(X) == 2 and self.preprocessor is None:
+            return self.fit_points(X, y)
+        pairs = check_pair_input(X, self.preprocessor)
+        s = check_pair_labels(y, pairs.shape[0], require_both=False)
+        if isinstance(pairs, IndexPairs):
+            points, codes = self._index_pair_classes(pairs, s)
+        else:
+            points, codes = self._pair_classes(pairs, s)
+        self._fit_classes(points, codes)
+        if np.unique(s).size == 2:
+            return self.calibrate_threshold(getattr(pairs, "index", pairs), s)
+        self.threshold_ = 0.0
+        return self
+
+    def fit_points(self, X, labels):
+        """Fit on points (n_samples, n_features) with identity labels (n_samples,)."""
+        validate_params(self)
+        X = check_points(X)
+        _, codes = _finite_identities(labels, X.shape[0])
+        self._fit_classes(X, codes)
+        self.threshold_ = 0.0
+        return self
+
+    def _pair_classes(self, pairs, s):
+        similar = pairs[s == 1]
+        if similar.shape[0] == 0:
+            raise ValueError("PLDA needs similar pairs to train on: every pair is dissimilar.")
+        points = [similar.reshape(-1, pairs.shape[2])]
+        codes = [np.repeat(np.arange(similar.shape[0]), 2)]
+        if self.dissimilar_pairs == "singletons":
+            other = pairs[s != 1].reshape(-1, pairs.shape[2])
+            points.append(other)
+            codes.append(similar.shape[0] + np.arange(other.shape[0]))
+        return np.concatenate(points), np.concatenate(codes)
+
+    def _index_pair_classes(self, pairs, s):
+        from scipy.sparse import coo_array
+        from scipy.sparse.csgraph import connected_components
+
+        index = np.asarray(pairs.index)
+        similar = index[s == 1]
+        if similar.shape[0] == 0:
+            raise ValueError("PLDA needs similar pairs to train on: every pair is dissimilar.")
+        used = np.unique(similar if self.dissimilar_pairs == "ignore" else index)
+        local = np.searchsorted(used, similar)
+        graph = coo_array((np.ones(local.shape[0]), (local[:, 0], local[:, 1])),
+                          shape=(used.size, used.size))
+        _, codes = connected_components(graph, directed=False)
+        return np.asarray(read_rows(pairs.points, used, pairs.points.dtype)), codes
+
+    def _fit_classes(self, X, codes):
+        n, d = X.shape
+        counts, means, mu, scatter = core.class_statistics(X, codes)
+        if self.n_components is not None and self.n_components > d:
+            raise ValueError(f"n_components={self.n_components} must be <= n_features={d}.")
+        history = []
+
+        def record(it, B, W, log_likelihood):
+            history.append(log_likelihood)
+
+        if self.n_components is None:
+            B, W = core.fit_two_covariance(counts, means, scatter, self.n_iter, record)
+        else:
+            B, W, _ = core.fit_simplified(counts, means, scatter, self.n_components,
+                                          self.n_iter, record)
+        T, psi = core.plda_basis(B, W)
+        keep = psi > 1e-10 * max(psi.max(), np.finfo(float).tiny)
+        self.n_features_in_ = d
+        self.mean_, self.between_covariance_, self.within_covariance_ = mu, B, W
+        self.components_, self.psi_ = T[keep], psi[keep]
+        self.log_likelihood_ = history
+        self.n_identities_ = counts.size
+        self.classes_ = np.array([-1, 1])
+        self._dtype = X.dtype
+
+    def transform(self, X):
+        """Points (n, d) or pairs (n, 2, d) in the PLDA basis, ``(X - mean_) T^T`` (k dims;
+        there the within-class covariance is I and the between-class one diag(psi_))."""
+        check_is_fitted(self, "components_")
+        if np.ndim(X) == 3:
+            X = check_pairs(X, n_features=self.n_features_in_)
+            return self.transform(X.reshape(-1, X.shape[2])).reshape(X.shape[0], 2, -1)
+        X = check_points(X, n_features=self.n_features_in_)
+        T = self.components_.astype(X.dtype, copy=False)
+        return (X - self.mean_.astype(X.dtype, copy=False)) @ T.T
+
+    def _check_pairs(self, pairs, reject_zero=False):
+        return super()._check_pairs(pairs, reject_zero=False)
+
+    def _score_embedded(self, a, b):
+        return core.llr(np.asarray(a, np.float64), np.asarray(b, np.float64), self.psi_)
+
+    def pair_score(self, pairs):
+        """The log-likelihood ratio log p(pair | same) / p(pair | different) of each pair.
+
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features) or (n_pairs, 2)
+
+        Returns
+        -------
+        llr : ndarray of shape (n_pairs,), float64
+        """
+        return super().pair_score(pairs)
+
+    def score_sets(self, enrol, test):
+        """N-vs-M LLR in closed form: ``enrol[i]`` (n_i, d) against ``test[i]`` (m_i, d)
+        (lists of the same length; a 2-D array is one sample per row)."""
+        check_is_fitted(self, "components_")
+        if len(enrol) != len(test):
+            raise ValueError(f"enrol and test hold {len(enrol)} and {len(test)} sets: one "
+                             "test set per enrolment set.")
+        stats = []
+        for sets, what in ((enrol, "enrol"), (test, "test")):
+            means, sizes = [], []
+            for i, rows in enumerate(sets):
+                rows = np.atleast_2d(rows)
+                rows = check_points(rows, n_features=self.n_features_in_, what=f"{what}[{i}]")
+                means.append(rows.mean(axis=0))
+                sizes.append(rows.shape[0])
+            stats.append((self.transform(np.asarray(means)), np.asarray(sizes)))
+        (a, n), (b, m) = stats
+        return core.llr(np.asarray(a, np.float64), np.asarray(b, np.float64), self.psi_, n, m)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.three_d_array = True
+        return tags
