@@ -36,7 +36,8 @@ DEFAULT_LAMS = (1e-3, 1e-2, 1e-1, 1.0)
 
 def make_method(name, lam=None, max_iter=200):
     """The estimator of a seed 002 Table I method ('tsml-sim': TSML-I on similar pairs only;
-    'ddml-*': the linear DDML of seed 004 with the same initialisation and selection)."""
+    'ddml-i', 'ddml-sim': the linear DDML of seed 004 with the same initialisation and
+    selection)."""
     learned = {
         "csml-i": lambda: CSML(lam=lam, max_iter=max_iter),
         "csml-wccn": lambda: CSML(init="wccn", lam=lam, max_iter=max_iter),
