@@ -276,7 +276,8 @@ def cli_rst():
            "Generated from the command's ``argparse`` parser (``docs/_apigen.py``). Install the "
            "package (``pip install -e .``) to get the ``metricfit`` command; "
            "``python -m metricfit.cli`` works too.\n",
-           "::\n\n" + _indent(parser.format_usage()) + "\n"]
+           "::\n\n" + _indent(parser.format_usage()) + "\n",
+           f".. automodule:: {PACKAGE}.cli\n   :no-members:\n"]
     for name, (help_text, sub) in subcommands(parser).items():
         out.append(_title(f"metricfit {name}", "-"))
         if help_text:
