@@ -23,12 +23,12 @@ rng = np.random.default_rng(0)
 order = rng.permutation(len(images))
 train, test = order[:1200], order[1200:]
 
-index, y = sample_pairs(labels[train], 1500, 1500, random_state=0)
+index, y = sample_pairs(labels[train], 1000, 1000, random_state=0)
 pairs = images[train][index]  # (n_pairs, 2, 8, 8)
 test_index, y_test = sample_pairs(labels[test], 400, 400, random_state=1)
 test_pairs = images[test][test_index]
 
-cnn = SiameseCNN(n_components=16, n_maps=(4, 8, 32), max_epochs=6, batch_size=32,
+cnn = SiameseCNN(n_components=16, n_maps=(4, 8, 32), max_epochs=4, batch_size=32,
                  learning_rate=1e-2, momentum=0.9, random_state=0)
 cnn.fit(pairs, y)
 
