@@ -118,6 +118,14 @@ def max_decision_accuracy(y_true, scores):
         (the upper score if the midpoint is not representable). If the best is to accept
         (reject) every pair, a value ``1e-12 * max(|min|, |max|)`` below the minimum (above
         the maximum) score. When several cuts tie for the best, the lowest threshold.
+
+    Examples
+    --------
+    >>> from metricfit.metrics import max_decision_accuracy
+    >>> y = [1, 1, 1, -1, -1, -1]
+    >>> accuracy, threshold = max_decision_accuracy(y, [0.9, 0.8, 0.3, 0.4, 0.2, 0.1])
+    >>> round(accuracy, 4), threshold   # 5 of 6 right: only the 0.3 genuine pair is missed
+    (0.8333, 0.25)
     """
     s, scores = _check_labels_and_scores(y_true, scores)
     unique, rejected_genuine, rejected_impostor = _cut_counts(s, scores)
@@ -148,6 +156,13 @@ def equal_error_rate(y_true, scores):
     threshold : float
         The interpolated threshold. It is an exact score when a ROC point has FAR = FRR;
         the "reject all" point uses a value just above the maximum score.
+
+    Examples
+    --------
+    >>> from metricfit.metrics import equal_error_rate
+    >>> eer, threshold = equal_error_rate([1, 1, 1, -1, -1, -1], [0.9, 0.8, 0.3, 0.4, 0.2, 0.1])
+    >>> round(eer, 4), threshold   # at 0.4: one genuine in 3 rejected, one impostor in 3 accepted
+    (0.3333, 0.4)
     """
     s, scores = _check_labels_and_scores(y_true, scores)
     unique, rejected_genuine, rejected_impostor = _cut_counts(s, scores)

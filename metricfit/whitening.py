@@ -158,10 +158,10 @@ class WPCA(_Whitener):
     Attributes
     ----------
     mean_ : ndarray of shape (n_features,)
-    components_ : ndarray of shape (n_components_, n_features)
+    components_ : ndarray of shape (n_components, n_features)
         Rows :math:`v_j^T / \sqrt{\lambda_j + r}`, by decreasing variance; each row's
         largest-magnitude entry is positive.
-    explained_variance_ : ndarray of shape (n_components_,)
+    explained_variance_ : ndarray of shape (n_components,)
         The eigenvalues :math:`\lambda_j` (unregularised).
     n_components_ : int
     n_features_in_ : int
@@ -172,6 +172,15 @@ class WPCA(_Whitener):
     and ``y`` is ignored. With n >= d the covariance is eigendecomposed
     (``scipy.linalg.eigh`` with ``subset_by_index``), else its n x n Gram matrix is: both
     cost about O(n d min(n, d)).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit import WPCA
+    >>> X = np.random.RandomState(0).randn(50, 5)
+    >>> Z = WPCA(n_components=3).fit_transform(X)
+    >>> Z.shape, np.allclose(np.cov(Z, rowvar=False), np.eye(3))
+    ((50, 3), True)
     """
 
     def fit(self, X, y=None):
@@ -282,10 +291,10 @@ class WCCN(_Whitener):
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features)
+    components_ : ndarray of shape (n_components, n_features)
         :math:`W`, rows ordered by increasing within-class variance; each row's
         largest-magnitude entry is positive.
-    eigenvalues_ : ndarray of shape (n_components_,)
+    eigenvalues_ : ndarray of shape (n_components,)
         The within-class variances :math:`\lambda` of the kept directions (increasing).
     n_components_ : int
     n_features_in_ : int
@@ -297,6 +306,19 @@ class WCCN(_Whitener):
     (+1/-1 or 1/0, 1 = similar); each similar pair is a class of its own (seed 002, III.D)
     and dissimilar pairs are ignored. ``transform`` does not centre: the downstream score is
     the cosine :math:`\cos(Wx, Wy)`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit import WCCN
+    >>> rng = np.random.RandomState(0)
+    >>> X, labels = rng.randn(60, 4), np.repeat(np.arange(12), 5)   # 12 classes of 5
+    >>> wccn = WCCN().fit(X, labels)
+    >>> W = wccn.components_
+    >>> deviations = X - np.array([X[labels == c].mean(0) for c in labels])
+    >>> C = deviations.T @ deviations / len(X)        # eq. 12 (equal class sizes)
+    >>> np.allclose(W @ C @ W.T, np.eye(4))           # the within-class scatter becomes I
+    True
     """
 
     def fit(self, X, y=None):

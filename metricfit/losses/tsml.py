@@ -18,7 +18,7 @@ and over n pairs with the regulariser (eqs. 9-10)
           + (b_i - s_i \hat c_i) y_i^T\big] + \lambda (A - A_0).
 
 The prepared objective (why the gradient is written by hand)
------------------------------------------------------------
+------------------------------------------------------------
 Since ``c_i = A (x_i + s_i y_i) = A u_i`` and
 ``sum_i (|a_i|^2 + |b_i|^2) = tr(A S A^T)`` with the Gram sum ``S = sum_i x_i x_i^T + y_i y_i^T``,
 

@@ -13,7 +13,16 @@ SOLVERS = {"lbfgs": minimize_lbfgs, "sgd": minimize_sgd}
 
 
 def minimize(fun, x0, solver="lbfgs", **options):
-    """Minimise ``fun(x) -> (J, G)`` from ``x0`` with the named solver."""
+    """Minimise ``fun(x) -> (J, G)`` from ``x0`` with the named solver.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.optim import minimize
+    >>> result = minimize(lambda x: (((x - 3) ** 2).sum(), 2 * (x - 3)), np.zeros(2))
+    >>> np.round(result.x, 6), bool(result.success)
+    (array([3., 3.]), True)
+    """
     try:
         run = SOLVERS[solver]
     except KeyError:

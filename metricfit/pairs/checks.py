@@ -136,6 +136,12 @@ def check_pair_labels(y, n_pairs, *, require_both=True):
     Returns
     -------
     s : ndarray of shape (n_pairs,), int8, values in {-1, +1}
+
+    Examples
+    --------
+    >>> from metricfit.pairs import check_pair_labels
+    >>> check_pair_labels([0, 1, 1, 0], 4)
+    array([-1,  1,  1, -1], dtype=int8)
     """
     if y is None:
         raise ValueError("pair labels y are required (+1 similar, -1 dissimilar).")

@@ -44,6 +44,16 @@ def sample_pairs(labels, n_similar, n_dissimilar, random_state=None, balance="pa
     index_pairs : ndarray of shape (n_pairs, 2), int64
         Row indices into the samples (i < j in each pair); similar pairs first.
     y : ndarray of shape (n_pairs,), int8 in {-1, +1}
+
+    Examples
+    --------
+    >>> from metricfit.pairs import sample_pairs
+    >>> index, y = sample_pairs([0, 0, 1, 1, 2], n_similar=5, n_dissimilar=2, random_state=0)
+    >>> index[y == 1]          # capped: only two within-identity pairs exist
+    array([[0, 1],
+           [2, 3]])
+    >>> y
+    array([ 1,  1, -1, -1], dtype=int8)
     """
     labels = np.asarray(labels)
     rng = check_random_state(random_state)
