@@ -6,13 +6,17 @@ Pairs are vectors (n_pairs, 2, d) or, when the learner's ``preprocessor`` holds 
 scored by transforming the points once and gathering their embeddings chunk by chunk.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 from sklearn.base import ClassifierMixin, TransformerMixin, clone
 from sklearn.model_selection import train_test_split
+from sklearn.utils import InputTags
 from sklearn.utils.validation import check_is_fitted
 
 from .. import metrics
 from ..pairs import check_pair_labels
+from ..pairs.checks import pair_classes
 from ..pairs.index import (
     CHUNK_SIZE, IndexPairs, check_pair_input, is_dask, pair_blocks, read_rows, row_blocks,
 )
@@ -73,16 +77,106 @@ def score_index_pairs(transform, score, pairs, chunk_size=CHUNK_SIZE):
     return np.concatenate(scores)
 
 
-class PairLearnerMixin(ClassifierMixin, TransformerMixin):
+@dataclass(slots=True)
+class PairInputTags(InputTags):
+    """scikit-learn's input tags plus what a pair estimator takes.
+
+    ``pairs``: X is pairs, an (n_pairs, 2, ...) array (``three_d_array``); ``index_pairs``:
+    X may also be (n_pairs, 2) integer rows into the ``preprocessor`` points (then
+    ``two_d_array`` is True); ``pair_input``: 'vectors', 'images', 'points' (fit takes
+    labelled points, scores pairs) or 'scores' (several estimators' inputs).
+    """
+
+    pairs: bool = True
+    index_pairs: bool = False
+    pair_input: str = "vectors"
+
+
+class PairClassifierMixin(ClassifierMixin):
+    """A binary classifier of pairs in the user's label coding (scikit-learn's rules).
+
+    Built on ``pair_score`` (higher = more similar) and ``threshold_``.
+    ``classes_`` is the coding of the labels last given to ``fit`` or
+    :meth:`calibrate_threshold` ({-1, +1}, {0, 1} or {False, True}); ``classes_[1]``, the
+    larger label, is "same identity". ``decision_function = pair_score - threshold_`` (> 0:
+    same); ``predict`` answers ``classes_[1]`` where it is >= 0, else ``classes_[0]``, so
+    scikit-learn's scorers (accuracy, f1, roc_auc, ...) see the labels they were given.
+    """
+
+    _pair_input = "vectors"
+
+    def decision_function(self, pairs):
+        """``pair_score(pairs) - threshold_``: positive means similar."""
+        return self.pair_score(pairs) - self.threshold_
+
+    def predict(self, pairs):
+        """``classes_[1]`` (similar) where ``pair_score >= threshold_``, else ``classes_[0]``."""
+        same = self.decision_function(pairs) >= 0
+        return self.classes_[same.astype(np.intp)]
+
+    def score(self, pairs, y, sample_weight=None):
+        """Accuracy of :meth:`predict` at ``threshold_`` (y in any accepted coding)."""
+        same = self.decision_function(pairs) >= 0
+        s = check_pair_labels(y, same.shape[0], require_both=False)
+        return float(np.average(same == (s == 1), weights=sample_weight))
+
+    def calibrate_threshold(self, pairs, y, strategy="accuracy"):
+        """Set ``threshold_`` (in score units) from labelled pairs, and ``classes_`` to y's
+        coding.
+
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features) or (n_pairs, 2) index pairs
+        y : array-like of shape (n_pairs,), both classes present
+        strategy : {'accuracy', 'eer'}, default='accuracy'
+            'accuracy' maximises the decision accuracy on these pairs (maxDA, seed 004
+            eq. 14); 'eer' puts the threshold where false accepts equal false rejects.
+
+        Returns
+        -------
+        self
+        """
+        scores = self.pair_score(pairs)
+        s = check_pair_labels(y, scores.shape[0], require_both=True)
+        self.threshold_ = float(metrics.calibrate_threshold(s, scores, strategy))
+        self.classes_ = pair_classes(y)
+        return self
+
+    def _adopt_coding(self, y):
+        """Set ``classes_`` to the coding of the (validated) labels ``y``; return self."""
+        self.classes_ = pair_classes(y)
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        preprocessor = getattr(self, "preprocessor", None) is not None
+        tags.input_tags = PairInputTags(
+            two_d_array=preprocessor or self._pair_input == "points", three_d_array=True,
+            index_pairs=preprocessor, pair_input=self._pair_input)
+        tags.target_tags.required = True
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+class PairLearnerMixin(PairClassifierMixin, TransformerMixin):
     """The pair API every learner shares, built on ``transform`` and ``threshold_``.
 
     ``pair_score`` is higher-is-more-similar; ``decision_function = pair_score - threshold_``;
-    ``predict`` gives +1 (similar) where the decision is >= 0, else -1. Learners whose
-    natural output is a distance set ``_score_kind = "distance"``: they score by minus the
-    squared Euclidean distance of the embeddings and also offer ``pair_distance``.
+    ``predict`` gives ``classes_[1]`` (similar) where the decision is >= 0, else
+    ``classes_[0]`` (:class:`PairClassifierMixin`). Learners whose natural output is a
+    distance set ``_score_kind = "distance"``: they score by minus the squared Euclidean
+    distance of the embeddings and also offer ``pair_distance``.
     """
 
     _score_kind = "cosine"
+    _preserves_dtype = ("float64", "float32")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        fixed = getattr(self, "dtype", None)  # an estimator computing in one dtype (SiameseCNN)
+        tags.transformer_tags.preserves_dtype = (
+            [np.dtype(fixed).name] if fixed is not None else list(self._preserves_dtype))
+        return tags
 
     def __sklearn_clone__(self):
         """``clone`` deep-copies parameters: a memmap, streamed or Dask ``preprocessor``
@@ -96,7 +190,7 @@ class PairLearnerMixin(ClassifierMixin, TransformerMixin):
             self.set_params(preprocessor=points)
         return copy.set_params(preprocessor=points)
 
-    def _check_pairs(self, pairs, reject_zero=True):
+    def _check_pairs(self, pairs, reject_zero=True):  # noqa: D102
         """Fitted check; vector pairs (n, 2, d) or :class:`IndexPairs` into the preprocessor."""
         check_is_fitted(self)
         return check_pair_input(pairs, getattr(self, "preprocessor", None),
@@ -126,35 +220,3 @@ class PairLearnerMixin(ClassifierMixin, TransformerMixin):
             return cosine_rows(a, b)
         return -np.sum((a - b) ** 2, axis=1)
 
-    def decision_function(self, pairs):
-        """``pair_score(pairs) - threshold_``: positive means similar."""
-        return self.pair_score(pairs) - self.threshold_
-
-    def predict(self, pairs):
-        """+1 (similar) where ``pair_score >= threshold_``, else -1."""
-        return np.where(self.decision_function(pairs) >= 0, 1, -1)
-
-    def score(self, pairs, y, sample_weight=None):
-        """Accuracy of :meth:`predict` at ``threshold_`` (y in {-1, +1} or {0, 1})."""
-        s = check_pair_labels(y, len(pairs), require_both=False)
-        correct = self.predict(pairs) == s
-        return float(np.average(correct, weights=sample_weight))
-
-    def calibrate_threshold(self, pairs, y, strategy="accuracy"):
-        """Set ``threshold_`` (in score units) from labelled pairs.
-
-        Parameters
-        ----------
-        pairs : array-like of shape (n_pairs, 2, n_features) or (n_pairs, 2) index pairs
-        y : array-like of shape (n_pairs,), both classes present
-        strategy : {'accuracy', 'eer'}, default='accuracy'
-            'accuracy' maximises the decision accuracy on these pairs (maxDA, seed 004
-            eq. 14); 'eer' puts the threshold where false accepts equal false rejects.
-
-        Returns
-        -------
-        self
-        """
-        s = check_pair_labels(y, len(pairs), require_both=True)
-        self.threshold_ = float(metrics.calibrate_threshold(s, self.pair_score(pairs), strategy))
-        return self

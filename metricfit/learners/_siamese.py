@@ -153,8 +153,7 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         self._unpack(mapping, result.x.astype(pairs.dtype))
         self.n_iter_ = int(result.nit)
         self.curves_ = getattr(result, "curves", None)
-        self.classes_ = np.array([-1, 1])
-        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)
+        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)._adopt_coding(y)
 
     def _warm(self, mapping):
         """Warm start only from a previous fit of the same mapping and sizes."""

@@ -85,7 +85,9 @@ class LDML(PairLearnerMixin, BaseEstimator):
         Threshold on :meth:`pair_score`, calibrated for accuracy on the training pairs. The
         model's own rule ``p >= 0.5`` is threshold 0 (``pair_score`` is the logit of p).
     n_iter_ : int
-    classes_ : ndarray, [-1, 1]
+    classes_ : ndarray of shape (2,)
+        The coding of the pair labels given to ``fit`` ({-1, +1}, {0, 1} or {False, True});
+        ``predict`` answers in it.
     n_features_in_ : int
 
     Examples
@@ -170,8 +172,8 @@ class LDML(PairLearnerMixin, BaseEstimator):
             warnings.warn(f"[LDML] metric_ has negative eigenvalues ({w[0]:.3g}; largest "
                           f"{w[-1]:.3g}): transform and components_ give its PSD part only "
                           "(pair_score uses metric_). Use constraint='psd' to embed it exactly.")
-        self.n_iter_, self.classes_ = int(result.nit), np.array([-1, 1])
-        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)
+        self.n_iter_ = int(result.nit)
+        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)._adopt_coding(y)
 
     def _objective(self, pairs, s):
         if isinstance(pairs, IndexPairs):

@@ -75,7 +75,9 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         :func:`metricfit.pairs.sample_pairs` among at most 3000 points), each scored
         *leave-one-out*: a training point does not count itself among its neighbours.
         :meth:`calibrate_threshold` recalibrates on other labelled pairs.
-    classes_ : ndarray, [-1, 1]
+    classes_ : ndarray of shape (2,)
+        [-1, 1] after ``fit`` (which sees identities, not pair labels); the coding of the
+        pair labels last given to :meth:`calibrate_threshold` ({0, 1}, {False, True}) after it.
     n_features_in_ : int
 
     Examples
@@ -94,6 +96,7 @@ class MkNN(PairLearnerMixin, BaseEstimator):
     """
 
     _score_kind = "probability"
+    _pair_input = "points"
     _parameter_constraints = {"n_neighbors": [Interval(Integral, 1, None)],
                               "preprocessor": ["array-like", None]}
 
@@ -220,7 +223,7 @@ class MkNN(PairLearnerMixin, BaseEstimator):
 
     def predict_proba(self, pairs):
         """``[[1 - p, p]]`` per pair with p of eq. 5 (:meth:`pair_score`); columns follow
-        ``classes_`` ([-1, 1]). Returns an array of shape (n_pairs, 2)."""
+        ``classes_``. Returns an array of shape (n_pairs, 2)."""
         p = self.pair_score(pairs)
         return np.column_stack([1 - p, p])
 

@@ -99,7 +99,9 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
         Epoch of the returned (best validation) weights.
     curves_ : dict of lists
         ``step``, ``validation`` (maxDA at each check), ``train`` (empty).
-    classes_ : ndarray [-1, 1]
+    classes_ : ndarray of shape (2,)
+        The coding of the pair labels given to ``fit`` ({-1, +1}, {0, 1} or {False, True});
+        ``predict`` answers in it.
 
     Notes
     -----
@@ -217,8 +219,7 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
         self.params_ = result.x.astype(self.dtype)
         self.n_iter_, self.curves_ = int(result.nit), result.curves
         self.n_epochs_, self.best_epoch_ = result.nit / steps, result.best_step / steps
-        self.classes_ = np.array([-1, 1])
-        return self.calibrate_threshold(*held_out)
+        return self.calibrate_threshold(*held_out)._adopt_coding(y)
 
     def _split(self, pairs, inputs, s, validation_data):
         """``(train, validation, held_out)``, each ``(pairs, s)``: training and validation
@@ -305,7 +306,7 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
             params["random_state"] = None  # a RandomState object is not data
         np.savez(path, format=np.array(SAVE_FORMAT), params_json=np.array(json.dumps(params)),
                  spec_json=np.array(json.dumps(self.network_.spec.to_dict())),
-                 weights=self.params_, threshold=self.threshold_,
+                 weights=self.params_, threshold=self.threshold_, classes=self.classes_,
                  input_mean=self.input_mean_, input_scale=self.input_scale_,
                  energy_bound=self.energy_bound_, n_iter=self.n_iter_,
                  epochs=np.array([self.n_epochs_, self.best_epoch_]),
@@ -322,12 +323,12 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
             est.network_ = ConvNet(NetworkSpec.from_dict(json.loads(str(f["spec_json"]))))
             est.params_ = f["weights"]
             est.threshold_ = float(f["threshold"])
+            est.classes_ = f["classes"] if "classes" in f else np.array([-1, 1])
             est.input_mean_, est.input_scale_ = float(f["input_mean"]), float(f["input_scale"])
             est.energy_bound_, est.n_iter_ = float(f["energy_bound"]), int(f["n_iter"])
             est.n_epochs_, est.best_epoch_ = (float(v) for v in f["epochs"])
             est.curves_ = json.loads(str(f["curves_json"]))
         est.input_shape_ = est.network_.spec.input_shape
-        est.classes_ = np.array([-1, 1])
         return est
 
 

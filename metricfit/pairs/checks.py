@@ -8,12 +8,14 @@ y : ndarray of shape (n_pairs,)
     The pair labels. The toolkit's coding is ``s_i = +1`` for a similar pair (same identity)
     and ``s_i = -1`` for a dissimilar one. Also accepted: ``{0, 1}`` and booleans, with
     1 / True = similar (the coding of the LFW protocol files). Anything else is an error.
-    Learners always predict in the {-1, +1} coding.
+    Learners keep the coding of the labels they were fitted (or calibrated) on:
+    ``classes_`` holds its two labels, the larger one the "same identity" class, and
+    ``predict`` answers in it (:func:`pair_classes`).
 """
 
 import numpy as np
 
-__all__ = ["check_pairs", "check_points", "check_pair_labels"]
+__all__ = ["check_pairs", "check_points", "check_pair_labels", "pair_classes"]
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
@@ -119,7 +121,7 @@ def check_points(X, *, n_features=None, dtype=None, reject_zero=False, what="X")
     return X
 
 
-def check_pair_labels(y, n_pairs, *, require_both=True):
+def check_pair_labels(y, n_pairs, *, require_both=True, what="y"):
     """Map pair labels to the toolkit's coding ``s in {-1, +1}`` (int8).
 
     Accepted codings: {-1, +1}; {0, 1} and booleans with 1 = similar. A label set mixing
@@ -138,16 +140,20 @@ def check_pair_labels(y, n_pairs, *, require_both=True):
     s : ndarray of shape (n_pairs,), int8, values in {-1, +1}
     """
     if y is None:
-        raise ValueError("pair labels y are required (+1 similar, -1 dissimilar).")
+        raise ValueError(f"{what} (the pair labels) is required: +1 similar, -1 dissimilar.")
     y = np.asarray(y)
     if y.ndim != 1:
-        raise ValueError(f"y must be 1-D of shape (n_pairs,), got shape {y.shape}.")
+        raise ValueError(f"{what} must be 1-D of shape (n_pairs,), got shape {y.shape}"
+                         + (": use np.ravel(y)." if y.ndim == 2 and 1 in y.shape else "."))
+    if y.shape[0] == 0:
+        raise ValueError(f"{what} is empty: got no pair labels.")
     if y.shape[0] != n_pairs:
-        raise ValueError(f"y has {y.shape[0]} labels for {n_pairs} pairs.")
+        raise ValueError(f"{what} has {y.shape[0]} labels for {n_pairs} pairs.")
     if y.dtype.kind not in "biuf":
-        raise ValueError(f"y must hold numeric or boolean labels, got dtype {y.dtype}.")
+        raise ValueError(f"{what} must hold numeric or boolean pair labels ({{-1, +1}}, "
+                         f"{{0, 1}} or {{False, True}}), got dtype {y.dtype}.")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
-        raise ValueError("y contains NaN or infinity.")
+        raise ValueError(f"{what} contains NaN or infinity: pair labels must be -1/+1 or 0/1.")
     values = set(np.unique(y).tolist())
     if values <= {-1, 1}:
         s = np.where(y == 1, 1, -1).astype(np.int8)
@@ -155,13 +161,29 @@ def check_pair_labels(y, n_pairs, *, require_both=True):
         s = np.where(y == 1, 1, -1).astype(np.int8)
     else:
         raise ValueError(
-            f"pair labels must be in {{-1, +1}} (or {{0, 1}} with 1 = similar), got values "
-            f"{sorted(values)}."
+            f"{what}: pair labels must be in {{-1, +1}} (or {{0, 1}} / booleans, 1 = "
+            f"similar), got values {sorted(values)[:10]}."
         )
     if require_both and np.unique(s).size < 2:
         kind = "similar" if s[0] == 1 else "dissimilar"
         raise ValueError(
-            f"y has a single class (only {kind} pairs): both similar (+1) and dissimilar (-1) "
+            f"{what} has a single class (only {kind} pairs): both similar (+1) and dissimilar (-1) "
             "pairs are needed."
         )
     return s
+
+
+def pair_classes(y):
+    """The two labels of ``y``'s coding, sorted: ``classes_`` of an estimator fitted on y.
+
+    ``y`` holds validated pair labels (:func:`check_pair_labels`). The coding is kept as given
+    ({-1, +1}, {0, 1} or {False, True}, in y's dtype), so that ``predict`` answers in the
+    user's coding and scikit-learn's scorers (``pos_label=1``) see the labels they were
+    given. The larger label (+1, 1 or True) is the "same identity" class, ``classes_[1]``.
+    """
+    y = np.asarray(y)
+    values = np.unique(y)
+    if y.dtype.kind == "b":
+        return np.array([False, True])
+    low = -1 if values.min() < 0 else 0
+    return np.array([low, 1], dtype=y.dtype)
