@@ -123,6 +123,7 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
     """
 
     _score_kind = "distance"
+    _pair_input = "images"
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None)],
