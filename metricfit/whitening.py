@@ -11,10 +11,10 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import linalg, sparse
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import Interval, validate_params
+from ._validation import Interval, PointOutputMixin, check_feature_names, validate_params
 from .pairs import check_pair_labels, check_pairs, check_points
 from .pairs.index import check_pair_input, pair_differences
 
@@ -28,6 +28,9 @@ def _check_input(estimator, X, reset):
     """Validate points (n, d) or pairs (n, 2, d) for ``estimator``; return a float array."""
     if sparse.issparse(X):
         raise TypeError(f"{type(estimator).__name__} does not accept sparse input: use .toarray().")
+    if reset:
+        estimator.__dict__.pop("feature_names_in_", None)  # set again below for a DataFrame
+    check_feature_names(estimator, X, reset=reset)
     X = np.asarray(X)
     if X.dtype == object:
         X = X.astype(np.float64)  # numbers stored as objects; anything else raises TypeError
@@ -85,7 +88,8 @@ def _project(X, components, mean=None):
     return Z.reshape(X.shape[:-1] + (components.shape[0],))
 
 
-class _Whitener(TransformerMixin, BaseEstimator):
+class _Whitener(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                BaseEstimator):
     """Shared parameters, validation and tags of :class:`WPCA` and :class:`WCCN`."""
 
     _parameter_constraints = {
@@ -96,6 +100,11 @@ class _Whitener(TransformerMixin, BaseEstimator):
     def __init__(self, n_components=None, reg=0.0):
         self.n_components = n_components
         self.reg = reg
+
+    @property
+    def _n_features_out(self):
+        """Number of output features: ``get_feature_names_out`` gives 'wpca0', 'wpca1', ..."""
+        return self.n_components_
 
     def _check_n_components(self, limit, what):
         if self.n_components is not None and self.n_components > limit:
@@ -165,6 +174,8 @@ class WPCA(_Whitener):
         The eigenvalues :math:`\lambda_j` (unregularised).
     n_components_ : int
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        The column names, when fitted on a DataFrame with string column names.
 
     Notes
     -----
@@ -207,8 +218,8 @@ class WPCA(_Whitener):
         Computes :math:`(X - \\mu) W^T` with the input's dtype.
         """
         check_is_fitted(self)
-        X = _check_input(self, X, reset=False)
-        return _project(X, self.components_, self.mean_)
+        Z = _project(_check_input(self, X, reset=False), self.components_, self.mean_)
+        return self._wrap_output(Z, X)
 
 
 def _class_deviations(X, y):
@@ -289,6 +300,8 @@ class WCCN(_Whitener):
         The within-class variances :math:`\lambda` of the kept directions (increasing).
     n_components_ : int
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        The column names, when fitted on a DataFrame with string column names.
 
     Notes
     -----
@@ -363,8 +376,8 @@ class WCCN(_Whitener):
     def transform(self, X):
         """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k) as :math:`X W^T`."""
         check_is_fitted(self)
-        X = _check_input(self, X, reset=False)
-        return _project(X, self.components_)
+        Z = _project(_check_input(self, X, reset=False), self.components_)
+        return self._wrap_output(Z, X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
