@@ -14,6 +14,7 @@ y : ndarray of shape (n_pairs,)
 """
 
 import numpy as np
+from scipy import sparse
 
 __all__ = ["check_pairs", "check_points", "check_pair_labels", "pair_classes"]
 
@@ -21,10 +22,22 @@ FLOAT_DTYPES = (np.float64, np.float32)
 
 
 def _as_float_array(X, what, dtype=None):
+    if sparse.issparse(X):
+        raise TypeError(f"{what} is a sparse matrix: metricfit needs dense arrays; use "
+                        f"{what}.toarray().")
     try:
         X = np.asarray(X)
     except Exception as exc:  # ragged nested lists, objects that refuse conversion
         raise ValueError(f"{what} could not be converted to a numeric array: {exc}") from exc
+    if X.dtype.kind == "O":
+        try:
+            X = X.astype(np.float64)  # numbers stored as objects
+        except TypeError as exc:
+            raise TypeError(f"{what} must hold numbers: {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"{what} must hold numbers: {exc}") from None
+    if X.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {what} must hold real numbers.")
     if X.dtype.kind not in "biuf":
         raise ValueError(f"{what} must be numeric, got an array of dtype {X.dtype}.")
     if dtype is not None:
