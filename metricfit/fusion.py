@@ -176,6 +176,9 @@ class ScoreFusion(PairClassifierMixin, BaseEstimator):
         ``StandardScaler`` then the fitted linear classifier.
     coef_ : ndarray of shape (n_estimators,)
         Weights of the standardised scores; ``intercept_`` (float) the bias.
+    score_scale_ : ndarray of shape (n_estimators,)
+        Largest |score| of each base estimator at fit: scores are divided by it before
+        standardising, so scores up to the float range cannot overflow a variance.
     threshold_ : float
         Threshold on :meth:`pair_score`; 0 (the classifier's own rule) after ``fit``.
     classes_ : ndarray of shape (2,)
@@ -209,7 +212,9 @@ class ScoreFusion(PairClassifierMixin, BaseEstimator):
         model = fusion_model(self.method, self.C)
         Z = stack_scores(self.estimators, inputs)
         s = check_pair_labels(y, Z.shape[0], require_both=True)
-        self.model_ = model.fit(Z, s)
+        top = np.max(np.abs(Z), axis=0)
+        self.score_scale_ = np.where(top > 0, top, 1.0)  # StandardScaler squares the scores
+        self.model_ = model.fit(Z / self.score_scale_, s)
         classifier = self.model_[-1]
         self.coef_ = classifier.coef_.ravel().copy()
         self.intercept_ = float(np.ravel(classifier.intercept_)[0])
@@ -221,4 +226,5 @@ class ScoreFusion(PairClassifierMixin, BaseEstimator):
         """The fused score of each pair (the classifier's decision value, higher = more
         similar), shape (n_pairs,)."""
         check_is_fitted(self)
-        return self.model_.decision_function(stack_scores(self.estimators, inputs))
+        Z = stack_scores(self.estimators, inputs) / self.score_scale_
+        return self.model_.decision_function(Z)

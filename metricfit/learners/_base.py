@@ -40,13 +40,64 @@ def validation_accuracy(s, scores):
     return metrics.max_decision_accuracy(s, scores)[0]
 
 
+def _unit_scale_rows(P):
+    """Rows divided by their largest magnitude (zero rows stay zero): entries in [-1, 1], so
+    the products of a cosine neither overflow nor underflow whatever the rows' scale."""
+    P = np.asarray(P)
+    top = np.max(np.abs(P), axis=1, keepdims=True)
+    return np.divide(P, top, out=np.zeros_like(P), where=top > 0)
+
+
 def cosine_rows(P1, P2):
-    """Row-wise cosine similarity of (n, k) arrays; 0 where an embedding is zero."""
+    """Row-wise cosine similarity of (n, k) arrays; 0 where an embedding is zero.
+
+    The rows are scaled to a largest entry of 1 first (a cosine does not depend on scale),
+    so rows anywhere in the float range give the same cosine as rows of unit size.
+    """
+    P1, P2 = _unit_scale_rows(P1), _unit_scale_rows(P2)
     dots = np.einsum("ij,ij->i", P1, P2)
     norms = np.linalg.norm(P1, axis=1) * np.linalg.norm(P2, axis=1)
     out = np.zeros_like(dots)
     np.divide(dots, norms, out=out, where=norms > 0)
-    return out
+    return np.clip(out, -1.0, 1.0)
+
+
+def squared_distances(a, b):
+    """Row-wise ``|a_i - b_i|^2`` of (n, k) arrays, computed as ``m^2 |(a - b) / m|^2`` with
+    ``m`` the row's largest ``|a - b|`` entry: no intermediate overflow; ``inf`` only where
+    the distance itself is beyond the float range (caught by :func:`finite_scores`)."""
+    diff = np.subtract(a, b)
+    top = np.max(np.abs(diff), axis=1)
+    unit = np.divide(diff, top[:, None], out=np.zeros_like(diff), where=top[:, None] > 0)
+    with np.errstate(over="ignore"):
+        return top * top * np.einsum("ij,ij->i", unit, unit)
+
+
+def _largest_entry(pairs, points=None):
+    if isinstance(pairs, IndexPairs):
+        data = pairs.points
+    elif points is not None and np.ndim(pairs) == 2:  # index pairs as given: rows of points
+        data = points
+    else:
+        data = pairs
+    try:
+        return float(np.max(np.abs(np.asarray(data, dtype=np.float64))))
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def finite_scores(scores, pairs, what="pairs", points=None):
+    """``scores``, or a ValueError naming the input when a score is NaN or infinite: finite
+    inputs whose scores lie beyond the float range (squared distances of entries ~1e155
+    and up, learned maps of huge entries) must be rescaled, never silently scored."""
+    scores = np.asarray(scores)
+    if np.isfinite(scores).all():
+        return scores
+    top = _largest_entry(pairs, points)
+    raise ValueError(
+        f"{what} have entries up to {top:.3g}: their scores are beyond the "
+        f"{np.asarray(scores).dtype} range (not finite). Rescale them (e.g. divide by "
+        f"{top:.3g}, or StandardScaler) before scoring or fitting.")
 
 
 def embed_points(transform, points):
@@ -107,7 +158,8 @@ class PairClassifierMixin(ClassifierMixin):
 
     def decision_function(self, pairs):
         """``pair_score(pairs) - threshold_``: positive means similar."""
-        return self.pair_score(pairs) - self.threshold_
+        return finite_scores(self.pair_score(pairs), pairs,
+                               points=getattr(self, "preprocessor", None)) - self.threshold_
 
     def predict(self, pairs):
         """``classes_[1]`` (similar) where ``pair_score >= threshold_``, else ``classes_[0]``."""
@@ -136,7 +188,8 @@ class PairClassifierMixin(ClassifierMixin):
         -------
         self
         """
-        scores = self.pair_score(pairs)
+        scores = finite_scores(self.pair_score(pairs), pairs,
+                               points=getattr(self, "preprocessor", None))
         s = check_pair_labels(y, scores.shape[0], require_both=True)
         self.threshold_ = float(metrics.calibrate_threshold(s, scores, strategy))
         self.classes_ = pair_classes(y)
@@ -193,6 +246,8 @@ class PairLearnerMixin(PairClassifierMixin, TransformerMixin):
     def _check_pairs(self, pairs, reject_zero=True):  # noqa: D102
         """Fitted check; vector pairs (n, 2, d) or :class:`IndexPairs` into the preprocessor."""
         check_is_fitted(self)
+        distance = self._score_kind == "distance" and not getattr(self, "normalize", False)
+        reject_zero = reject_zero and not distance  # a zero vector has a distance
         return check_pair_input(pairs, getattr(self, "preprocessor", None),
                                 n_features=self.n_features_in_, reject_zero=reject_zero)
 
@@ -210,13 +265,16 @@ class PairLearnerMixin(PairClassifierMixin, TransformerMixin):
         scores : ndarray of shape (n_pairs,)
         """
         pairs = self._check_pairs(pairs)
-        if isinstance(pairs, IndexPairs):
-            return score_index_pairs(self.transform, self._score_embedded, pairs)
-        embedded = self.transform(pairs)  # (n, 2, k)
-        return self._score_embedded(embedded[:, 0], embedded[:, 1])
+        with np.errstate(over="ignore", invalid="ignore"):  # reported by finite_scores
+            if isinstance(pairs, IndexPairs):
+                scores = score_index_pairs(self.transform, self._score_embedded, pairs)
+            else:
+                embedded = self.transform(pairs)  # (n, 2, k)
+                scores = self._score_embedded(embedded[:, 0], embedded[:, 1])
+        return finite_scores(scores, pairs)
 
     def _score_embedded(self, a, b):
         if self._score_kind == "cosine":
             return cosine_rows(a, b)
-        return -np.sum((a - b) ** 2, axis=1)
+        return -squared_distances(a, b)
 

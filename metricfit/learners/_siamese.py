@@ -136,7 +136,8 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
         self
         """
         validate_params(self)
-        pairs = check_pair_input(pairs, self.preprocessor, reject_zero=True)
+        pairs = check_pair_input(pairs, self.preprocessor,
+                                 reject_zero=self._score_kind == "cosine" or self.normalize)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         self.n_features_in_ = pairs.shape[2]
         inputs = self._normalised(pairs)

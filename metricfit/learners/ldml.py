@@ -14,7 +14,8 @@ from ..optim import minimize
 from ..optim.projected import ScaledObjective, minimize_projected, project_diagonal, project_psd
 from ..pairs import check_pair_labels, check_pairs, check_points
 from ..pairs.index import IndexPairs, check_pair_input, pair_differences
-from ._base import PairLearnerMixin, score_index_pairs, validation_accuracy, validation_split
+from ._base import (PairLearnerMixin, finite_scores, score_index_pairs, validation_accuracy,
+                    validation_split)
 from ._siamese import SiameseLearner
 
 DEFAULT_MAX_ITER = {"lbfgs": 200, "sgd": 20000, "projected": 2000}
@@ -160,7 +161,12 @@ class LDML(PairLearnerMixin, BaseEstimator):
         objective = ScaledObjective(self._objective(pairs[train], s[train]),
                                     np.append(np.outer(scale, scale).ravel(), 1.0))
         theta0 = self._start(pairs[train], d) / objective.scale
-        result = self._minimize(solver, objective, theta0, pairs, s, ~train)
+        try:
+            result = self._minimize(solver, objective, theta0, pairs, s, ~train)
+        except ValueError as error:  # the solver stepped to non-finite (M, b)
+            raise ValueError(f"LDML: the fit diverged on pairs whose differences have rms "
+                             f"{rms.min():.3g} to {rms.max():.3g} per feature: rescale the pairs "
+                             f"(e.g. to unit rms) and fit again ({error})") from None
         if not (result.success or (solver == "sgd" and result.status == 1)):
             warnings.warn(f"[LDML] {solver} did not converge after {result.nit} iterations: "
                           f"{result.message}. Increase max_iter or tol.", ConvergenceWarning)
@@ -236,7 +242,8 @@ class LDML(PairLearnerMixin, BaseEstimator):
         """``d_M(x, y) = (x - y)^T M (x - y)`` with the learned M (eq. 1), shape (n_pairs,);
         vector pairs or index pairs into ``preprocessor``."""
         pairs = self._check_pairs(pairs, reject_zero=False)  # checks fitted first
-        return metric_distances(self.metric_, pairs)
+        with np.errstate(over="ignore", invalid="ignore"):  # reported by finite_scores
+            return finite_scores(metric_distances(self.metric_, pairs), pairs)
 
     def pair_score(self, pairs):
         """``b - d_M(x, y)``, the logit of p (eq. 2): higher = more similar, shape (n_pairs,)."""

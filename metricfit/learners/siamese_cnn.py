@@ -21,7 +21,7 @@ from ..cnn.loss import ENERGIES, LOSSES
 from ..features._images import check_images
 from ..optim import minimize
 from ..pairs import check_pair_labels
-from ._base import PairLearnerMixin, validation_accuracy, validation_split
+from ._base import PairLearnerMixin, finite_scores, validation_accuracy, validation_split
 
 SAVE_FORMAT = "metricfit.SiameseCNN/1"
 
@@ -259,7 +259,7 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
             accepted = " or ".join(shapes[d] for d in allowed)
             raise ValueError(f"{what} must have shape {accepted}, got an array of shape "
                              f"{np.shape(X)}.")
-        X = check_images(X, what=what).astype(self.dtype, copy=False)
+        X = check_images(X, what=what, dtype=self.dtype)
         expected = self.input_shape_ if fitted else X.shape[-2:]
         if tuple(X.shape[-2:]) != tuple(expected):
             raise ValueError(f"{what} are {X.shape[-2]}x{X.shape[-1]} images, but the network "
@@ -290,8 +290,9 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
 
     def pair_distance(self, pairs):
         """The energy ``E = ||G(x1) - G(x2)||`` of each pair (seed 000 eq. 1), shape (n,)."""
-        embedded = self._embed(self._check_pairs(pairs))  # (n, 2, k)
-        return energy(embedded[:, 0], embedded[:, 1], self.energy)[0]
+        pairs = self._check_pairs(pairs)
+        embedded = self._embed(pairs)  # (n, 2, k)
+        return finite_scores(energy(embedded[:, 0], embedded[:, 1], self.energy)[0], pairs)
 
     def pair_score(self, pairs):
         """``-pair_distance``: higher means more similar."""

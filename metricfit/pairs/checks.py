@@ -44,7 +44,23 @@ def _as_float_array(X, what, dtype=None):
         target = dtype
     else:
         target = X.dtype if X.dtype in FLOAT_DTYPES else np.float64
+    check_dtype_range(X, target, what)
     return np.ascontiguousarray(X, dtype=target)
+
+
+def check_dtype_range(X, dtype, what="X"):
+    """Raise ValueError when finite entries of X would overflow ``dtype`` (float32's range
+    ends near 3.4e38), naming the input and its largest entry instead of an infinity later."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f" or X.dtype.kind != "f" or X.dtype.itemsize <= dtype.itemsize:
+        return
+    finite = np.abs(X[np.isfinite(X)]) if X.size else X
+    top = float(finite.max()) if finite.size else 0.0
+    if top > np.finfo(dtype).max:
+        raise ValueError(f"{what} has entries up to {top:.3g}, beyond the {dtype.name} range "
+                         f"(max {np.finfo(dtype).max:.3g}): rescale them, or compute in "
+                         "float64.")
+
 
 
 def _check_finite(X, what):
