@@ -20,8 +20,17 @@ from .pairs.index import check_pair_input, pair_differences
 
 __all__ = ["WPCA", "WCCN"]
 
-#: An eigenvalue <= _RTOL * (largest eigenvalue) counts as zero.
-_RTOL = 1e-10
+#: Below this ratio to the largest eigenvalue, eigenvalues of a covariance formed as
+#: X^T X are round-off (its condition is that of X squared): they are recomputed from the
+#: singular values of X itself, exact to eps relative to the largest.
+_ILL_CONDITIONED = 1e-8
+
+
+def _rank_rtol(n, d):
+    """The relative cut-off on eigenvalues matching the data's numerical rank: a singular
+    value <= s_max * max(n, d) * eps is zero (``numpy.linalg.matrix_rank``, scikit-learn's
+    PCA), i.e. an eigenvalue (s^2) <= lam_max * (max(n, d) * eps)^2."""
+    return (max(n, d) * np.finfo(np.float64).eps) ** 2
 
 
 def _check_input(estimator, X, reset):
@@ -63,18 +72,20 @@ def _fix_signs(V):
     return V * np.where(V[rows, np.arange(V.shape[1])] < 0, -1.0, 1.0)
 
 
-def _whitening_rows(lam, V, lam_max, reg, advice):
+def _whitening_rows(lam, V, lam_max, reg, advice, rtol):
     r"""Rows :math:`\mathrm{diag}(\lambda + r)^{-1/2} V^T` of a whitening matrix.
 
-    Eigenvalues at or below ``_RTOL * lam_max`` count as zero; with ``reg == 0`` they raise
-    ``ValueError(advice)`` instead of dividing by (almost) zero.
+    Eigenvalues at or below ``rtol * lam_max`` (:func:`_rank_rtol`: beyond the data's
+    numerical rank) count as zero; with ``reg == 0`` they raise ``ValueError(advice)``
+    instead of dividing by (almost) zero.
     """
     lam = np.maximum(lam, 0.0)  # round-off can make a zero eigenvalue slightly negative
-    tiny = lam <= _RTOL * max(lam_max, 0.0)
+    tiny = lam <= rtol * max(lam_max, 0.0)
     if reg == 0 and tiny.any():
         raise ValueError(
-            f"{int(tiny.sum())} eigenvalue(s) of the covariance are ~0 (<= {_RTOL:g} x the "
-            f"largest, {lam_max:.3g}): whitening would divide by zero. {advice}"
+            f"{int(tiny.sum())} eigenvalue(s) of the covariance are ~0 (<= {rtol:.3g} x the "
+            f"largest, {lam_max:.3g}: beyond the data's numerical rank): whitening would "
+            f"divide by zero. {advice}"
         )
     return (_fix_signs(V) / np.sqrt(lam + reg)).T
 
@@ -162,7 +173,9 @@ class WPCA(_Whitener):
         error.
     reg : float, default=0.0
         Added to every eigenvalue before the inverse square root. With 0, a kept eigenvalue
-        that is ~0 (<= 1e-10 x the largest) raises ``ValueError``.
+        that is ~0 (beyond the data's numerical rank: a singular value <= the largest x
+        max(n_samples, n_features) x eps, as ``numpy.linalg.matrix_rank``) raises
+        ``ValueError``.
 
     Attributes
     ----------
@@ -204,8 +217,10 @@ class WPCA(_Whitener):
         Xc = X.astype(np.float64)  # a fresh copy, centred in place
         Xc -= mean
         lam, V = _top_eigenpairs(Xc, k)
+        if lam[-1] < _ILL_CONDITIONED * lam[0]:  # badly scaled or rank-deficient: exact SVD
+            lam, V = _top_eigenpairs(Xc, k, solver="svd")
         advice = "Lower n_components (the data has rank < n_components) or set reg > 0."
-        components = _whitening_rows(lam, V, lam[0], self.reg, advice)
+        components = _whitening_rows(lam, V, lam[0], self.reg, advice, _rank_rtol(n, d))
         self.mean_ = mean.astype(X.dtype)
         self.components_ = components.astype(X.dtype)
         self.explained_variance_ = np.maximum(lam, 0.0).astype(X.dtype)
@@ -288,7 +303,8 @@ class WCCN(_Whitener):
         variance ratio is about :math:`(1 - \lambda)/\lambda`; the smallest :math:`\lambda`
         are the most discriminative directions.
     reg : float, default=0.0
-        Added to every eigenvalue of C. With 0, a singular C (eigenvalue <= 1e-10 x the
+        Added to every eigenvalue of C. With 0, a singular C (beyond the numerical rank of the
+        within-class deviations, as for WPCA; the
         largest, e.g. fewer within-class samples than features) raises ``ValueError``.
 
     Attributes
@@ -327,7 +343,7 @@ class WCCN(_Whitener):
         self._check_n_components(d, "n_features")
         X64 = X.astype(np.float64)
         Z = _class_deviations(X64, y) if X.ndim == 2 else _pair_deviations(X64, y)
-        return self._fit_scatter(Z.T @ Z, X.dtype)
+        return self._fit_scatter(Z.T @ Z, X.dtype, Z)
 
     def fit_index_pairs(self, points, index, y):
         """Fit on index pairs into ``points``: ``fit(pairs, y)`` for the pairs
@@ -361,13 +377,21 @@ class WCCN(_Whitener):
             scatter += delta.T @ delta
         return self._fit_scatter(scatter / (4.0 * similar.size), pairs.dtype)
 
-    def _fit_scatter(self, scatter, dtype):
-        """Eigendecompose the within-class scatter (d, d) of eq. 12; set the attributes."""
+    def _fit_scatter(self, scatter, dtype, Z=None):
+        """Eigendecompose the within-class scatter (d, d) of eq. 12 (``Z^T Z`` when the
+        deviations Z are given: then badly conditioned scatters are taken from Z's SVD, exact
+        to eps relative to the largest); set the attributes."""
         d = scatter.shape[0]
         lam, V = linalg.eigh(scatter, overwrite_a=True, check_finite=False)  # ascending
+        if Z is not None and lam[0] < _ILL_CONDITIONED * lam[-1]:
+            _, sv, Vt = linalg.svd(Z, full_matrices=True)
+            sv = np.concatenate([sv, np.zeros(d - sv.size)])  # fewer rows than features
+            lam, V = sv[::-1] ** 2, Vt[::-1].T
         k = self.n_components or d
+        n = d if Z is None else Z.shape[0]
         advice = "Use more within-class samples (sum of m_i - 1 >= n_features), or set reg > 0."
-        components = _whitening_rows(lam[:k], V[:, :k], lam[-1], self.reg, advice)
+        components = _whitening_rows(lam[:k], V[:, :k], lam[-1], self.reg, advice,
+                                     _rank_rtol(n, d))
         self.components_ = components.astype(dtype)
         self.eigenvalues_ = np.maximum(lam[:k], 0.0).astype(dtype)
         self.n_components_ = k
