@@ -179,3 +179,50 @@ class PointOutputMixin:
 
             return pl.DataFrame(Z, schema=columns, orient="row")
         raise ValueError(f"unknown transform output {dense!r}; use one of {self._OUTPUTS}.")
+
+
+# -- counts and identity labels at the public edge ---------------------------------------------
+
+def check_count(value, name, *, minimum=0):
+    """An integer count >= ``minimum`` (a bool, float or string is an error), as int.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, what it accepts and what was given.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Integral, np.integer)):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r} "
+                         f"({type(value).__name__}).")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+def check_identity_labels(labels, name="labels", n_samples=None):
+    """Class (identity) labels: 1-D, non-empty, numbers or strings, no NaN; as an ndarray.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: 2-D labels, empty labels, NaN / None labels, a length that
+        does not match ``n_samples``.
+    """
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one class label per sample), got shape "
+                         f"{labels.shape}" + (": use np.ravel." if labels.ndim == 2
+                                              and 1 in labels.shape else "."))
+    if labels.size == 0:
+        raise ValueError(f"{name} is empty: one class label per sample is needed.")
+    if n_samples is not None and labels.shape[0] != n_samples:
+        raise ValueError(f"{name} has {labels.shape[0]} labels for {n_samples} samples.")
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        raise ValueError(f"{name} contains NaN or infinity: every sample needs a class label.")
+    if labels.dtype.kind == "O":
+        bad = [v for v in labels if v is None or (isinstance(v, float) and not np.isfinite(v))]
+        if bad:
+            raise ValueError(f"{name} contains {bad[0]!r}: every sample needs a class label.")
+    if labels.dtype.kind not in "biufUSO":
+        raise ValueError(f"{name} must hold numbers or strings, got dtype {labels.dtype}.")
+    return labels

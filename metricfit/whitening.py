@@ -14,7 +14,8 @@ from scipy import linalg, sparse
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import Interval, PointOutputMixin, check_feature_names, validate_params
+from ._validation import (Interval, PointOutputMixin, check_feature_names,
+                          check_identity_labels, validate_params)
 from .pairs import check_pair_labels, check_pairs, check_points
 from .pairs.index import check_pair_input, pair_differences
 
@@ -243,9 +244,7 @@ def _class_deviations(X, y):
     Row j of class i is :math:`(x_{ij} - \mu_i) / \sqrt{t\, m_i}`; classes with one sample are
     dropped (they carry no within-class information) and do not count in t.
     """
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"y should be a 1d array of {X.shape[0]} class labels, got {y.shape}.")
+    y = check_identity_labels(y, "y", n_samples=X.shape[0])
     _, inv, counts = np.unique(y, return_inverse=True, return_counts=True)
     keep = counts[inv] >= 2
     if not keep.any():

@@ -200,8 +200,15 @@ class SiameseLearner(PairLearnerMixin, BaseEstimator):
             theta0 = mapping.init()
         elif isinstance(init, str):  # 'wccn': each similar pair a class (seed 002 III.D)
             wccn = WCCN(n_components=mapping.n_components)
-            wccn = (wccn.fit_index_pairs(pairs.points, pairs.index, s)
-                    if isinstance(pairs, IndexPairs) else wccn.fit(pairs, s))
+            try:
+                wccn = (wccn.fit_index_pairs(pairs.points, pairs.index, s)
+                        if isinstance(pairs, IndexPairs) else wccn.fit(pairs, s))
+            except ValueError:  # WCCN's advice names WCCN's parameters, not this learner's
+                raise ValueError(
+                    f"init='wccn': the within-class covariance of the {int(np.sum(s == 1))} "
+                    f"similar pairs is singular in {mapping.n_features} features. Use "
+                    "init='identity', more similar pairs, or fewer features (e.g. WPCA "
+                    "first).") from None
             theta0 = wccn.components_.ravel()
         else:
             theta0 = self._array_init(mapping)

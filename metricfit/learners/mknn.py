@@ -10,7 +10,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import Interval, validate_params
+from .._validation import Interval, check_identity_labels, validate_params
 from ..metrics import calibrate_threshold
 from ..pairs import check_pairs, check_points, sample_pairs
 from ._base import PairLearnerMixin
@@ -121,11 +121,7 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         """
         validate_params(self)
         X = check_points(X)
-        y = np.asarray(y)
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"y must have shape (n_samples,) = ({X.shape[0]},), got {y.shape}.")
-        if y.dtype.kind == "f" and not np.isfinite(y).all():
-            raise ValueError("y contains NaN or infinity.")
+        y = check_identity_labels(y, "y", n_samples=X.shape[0])
         if self.n_neighbors > X.shape[0] - 1:
             raise ValueError(f"n_neighbors={self.n_neighbors} must be <= n_samples - 1 = "
                              f"{X.shape[0] - 1}.")
