@@ -143,7 +143,8 @@ def _parser():
     verify.add_argument("--similar-only", action="store_true", help="tsml-i, ddml-i -> -sim")
     verify.add_argument("--setting", choices=["restricted", "unrestricted"], default=None,
                         help="lfw, att, yale, npz: fixed or drawn training pairs")
-    verify.add_argument("--pairs", type=_positive_int, default=3000, help="unrestricted training pairs")
+    verify.add_argument("--pairs", type=_positive_int, default=3000,
+                        help="unrestricted training pairs")
     verify.add_argument("--fusion", action="store_true", help="add an SVM fusion of the methods")
     verify.add_argument("--n-components", type=_positive_int, default=None,
                         help="WPCA dimension (default: 32 digits, 100 otherwise; capped at rank)")

@@ -113,6 +113,7 @@ def test_json_is_strict_with_null_for_undefined_values(tmp_path, capsys):
 
 
 def test_strict_json_maps_non_finite_to_null():
-    value = {"a": np.nan, "b": [np.float32(np.inf), 1.5, np.int64(3)], "c": np.array([1.0, -np.inf])}
+    value = {"a": np.nan, "b": [np.float32(np.inf), 1.5, np.int64(3)],
+             "c": np.array([1.0, -np.inf])}
     assert cli.strict_json(value) == {"a": None, "b": [None, 1.5, 3], "c": [1.0, None]}
     json.dumps(cli.strict_json(value), allow_nan=False)

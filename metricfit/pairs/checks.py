@@ -196,7 +196,8 @@ def check_pair_labels(y, n_pairs, *, require_both=True, what="y"):
     if require_both and np.unique(s).size < 2:
         kind = "similar" if s[0] == 1 else "dissimilar"
         raise ValueError(
-            f"{what} has a single class (only {kind} pairs): both similar (+1) and dissimilar (-1) "
+            f"{what} has a single class (only {kind} pairs): both similar (+1) and "
+            "dissimilar (-1) "
             "pairs are needed."
         )
     return s
