@@ -216,7 +216,8 @@ def check_identity_labels(labels, name="labels", n_samples=None):
     if labels.size == 0:
         raise ValueError(f"{name} is empty: one class label per sample is needed.")
     if n_samples is not None and labels.shape[0] != n_samples:
-        raise ValueError(f"{name} has {labels.shape[0]} labels for {n_samples} samples.")
+        raise ValueError(f"{name} has {labels.shape[0]} labels for {n_samples} samples: "
+                         f"expected shape ({n_samples},), got {labels.shape}.")
     if labels.dtype.kind == "f" and not np.isfinite(labels).all():
         raise ValueError(f"{name} contains NaN or infinity: every sample needs a class label.")
     if labels.dtype.kind == "O":
