@@ -10,8 +10,11 @@ calls ``validate_params(self)`` at the start of ``fit``. Each constraint is an `
 from numbers import Integral
 
 import numpy as np
+from sklearn import get_config
+from sklearn.utils.validation import validate_data
 
-__all__ = ["Interval", "StrOptions", "validate_params"]
+__all__ = ["Interval", "StrOptions", "validate_params", "check_feature_names",
+           "PointOutputMixin"]
 
 
 class Interval:
@@ -108,3 +111,119 @@ def validate_params(estimator):
             f"The {name!r} parameter of {type(estimator).__name__} must be {accepted}. "
             f"Got {value!r} instead."
         )
+
+
+# -- feature names and output containers of point transformers --------------------------------
+
+def check_feature_names(estimator, X, *, reset):
+    """scikit-learn's feature-name and feature-count bookkeeping for 2-D input X.
+
+    ``reset=True`` (fit) records ``n_features_in_`` and, for a DataFrame with string column
+    names, ``feature_names_in_``; ``reset=False`` (transform) checks X against them with
+    scikit-learn's own messages. Pairs (3-D) have no column names: left to the caller.
+    """
+    shape = getattr(X, "shape", None)
+    ndim = len(shape) if shape is not None else np.asarray(X).ndim
+    if ndim == 2:
+        validate_data(estimator, X, skip_check_array=True, reset=reset)
+
+
+class PointOutputMixin:
+    """``set_output`` for transformers of points *or* pairs.
+
+    ``set_output(transform="pandas" | "polars" | "default")`` (or scikit-learn's global
+    ``transform_output``) turns 2-D output into a DataFrame with ``get_feature_names_out()``
+    columns (and the input's index for pandas), as scikit-learn's ``PCA`` does. Pair output
+    (3-D) has no DataFrame form and stays an ndarray.
+    """
+
+    _OUTPUTS = ("default", "pandas", "polars")
+
+    def __init_subclass__(cls, **kwargs):
+        kwargs.setdefault("auto_wrap_output_keys", None)  # wrapped here, 2-D output only
+        super().__init_subclass__(**kwargs)
+
+    def set_output(self, *, transform=None):
+        """Set the container of ``transform`` / ``fit_transform``'s 2-D output.
+
+        Parameters
+        ----------
+        transform : {'default', 'pandas', 'polars'} or None, default=None
+            None leaves the configuration unchanged.
+
+        Returns
+        -------
+        self
+        """
+        if transform is None:
+            return self
+        if transform not in self._OUTPUTS:
+            raise ValueError(f"set_output: transform must be one of {self._OUTPUTS} or None, "
+                             f"got {transform!r}.")
+        self._sklearn_output_config = {"transform": transform}
+        return self
+
+    def _wrap_output(self, Z, X):
+        config = getattr(self, "_sklearn_output_config", {})
+        dense = config.get("transform", get_config()["transform_output"])
+        if dense == "default" or Z.ndim != 2:
+            return Z
+        columns = list(self.get_feature_names_out())
+        if dense == "pandas":
+            import pandas as pd
+
+            index = X.index if isinstance(X, (pd.DataFrame, pd.Series)) else None
+            return pd.DataFrame(Z, index=index, columns=columns, copy=False)
+        if dense == "polars":
+            import polars as pl
+
+            return pl.DataFrame(Z, schema=columns, orient="row")
+        raise ValueError(f"unknown transform output {dense!r}; use one of {self._OUTPUTS}.")
+
+
+# -- counts and identity labels at the public edge ---------------------------------------------
+
+def check_count(value, name, *, minimum=0):
+    """An integer count >= ``minimum`` (a bool, float or string is an error), as int.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, what it accepts and what was given.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Integral, np.integer)):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r} "
+                         f"({type(value).__name__}).")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+def check_identity_labels(labels, name="labels", n_samples=None):
+    """Class (identity) labels: 1-D, non-empty, numbers or strings, no NaN; as an ndarray.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: 2-D labels, empty labels, NaN / None labels, a length that
+        does not match ``n_samples``.
+    """
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one class label per sample), got shape "
+                         f"{labels.shape}" + (": use np.ravel." if labels.ndim == 2
+                                              and 1 in labels.shape else "."))
+    if labels.size == 0:
+        raise ValueError(f"{name} is empty: one class label per sample is needed.")
+    if n_samples is not None and labels.shape[0] != n_samples:
+        raise ValueError(f"{name} has {labels.shape[0]} labels for {n_samples} samples: "
+                         f"expected shape ({n_samples},), got {labels.shape}.")
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        raise ValueError(f"{name} contains NaN or infinity: every sample needs a class label.")
+    if labels.dtype.kind == "O":
+        bad = [v for v in labels if v is None or (isinstance(v, float) and not np.isfinite(v))]
+        if bad:
+            raise ValueError(f"{name} contains {bad[0]!r}: every sample needs a class label.")
+    if labels.dtype.kind not in "biufUSO":
+        raise ValueError(f"{name} must hold numbers or strings, got dtype {labels.dtype}.")
+    return labels

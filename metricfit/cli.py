@@ -33,6 +33,8 @@ bench_gradients.py`` in the source repository.
 import argparse
 import functools
 import json
+import math
+import os
 import sys
 import time
 import warnings
@@ -47,59 +49,168 @@ FEATURES = ("pixels", "sqrt", "lbp", "oclbp", "dsift", "gabor", "hog", "sqrt-lbp
             "sqrt-dsift", "sqrt-gabor", "sqrt-hog")
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose user errors are one line on stderr and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text):
+    """A count: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer (>= 1), got {text!r}")
+    return value
+
+
+def _lam_list(text):
+    """A comma-separated list of finite, non-negative lambdas (at least one)."""
+    lams = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        try:
+            value = float(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is not a number (expected "
+                                             "comma-separated finite lambdas >= 0)") from None
+        if not math.isfinite(value) or value < 0:
+            raise argparse.ArgumentTypeError(f"lambdas must be finite and >= 0, got {item!r}")
+        lams.append(value)
+    if not lams:
+        raise argparse.ArgumentTypeError(f"expected comma-separated lambdas >= 0, got {text!r}")
+    return lams
+
+
+def _methods(text):
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated method names, got {text!r}")
+    try:
+        verification.resolve_methods(names)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return names
+
+
+def _output_file(text):
+    """A path a file can be written to: not a directory, in an existing writable folder."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file path")
+    folder = path.parent
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"the folder of {text!r} does not exist: {folder}")
+    if (path.exists() and not os.access(path, os.W_OK)) or not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text!r} is not writable")
+    return str(path)
+
+
+def _input_file(text):
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {text!r}")
+    return str(path)
+
+
+def _folder(text):
+    if not Path(text).expanduser().is_dir():
+        raise argparse.ArgumentTypeError(f"no such folder: {text!r}")
+    return text
+
+
+def _data(text):
+    if text in ("digits", "att", "lfw", "yale"):
+        return text
+    if not text.endswith(".npz"):
+        raise argparse.ArgumentTypeError(f"unknown data set {text!r}; choose digits, att, lfw, "
+                                         "yale or PATH.npz")
+    return _input_file(text)
+
+
 def _parser():
-    parser = argparse.ArgumentParser(prog="metricfit", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="metricfit", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     verify = commands.add_parser("verify", help="learn metrics on pairs, report verification")
-    verify.add_argument("--data", default="digits", metavar="{digits,att,lfw,yale,PATH.npz}")
-    verify.add_argument("--features", default="pixels", help=f"one of {', '.join(FEATURES)}")
-    verify.add_argument("--lbp-block", type=int, default=10, metavar="PIXELS",
+    verify.add_argument("--data", default="digits", type=_data,
+                        metavar="{digits,att,lfw,yale,PATH.npz}")
+    verify.add_argument("--features", default="pixels", choices=FEATURES,
+                        help=f"one of {', '.join(FEATURES)}")
+    verify.add_argument("--lbp-block", type=_positive_int, default=10, metavar="PIXELS",
                         help="side of the square LBP blocks (cells) of lbp, sqrt-lbp")
     verify.add_argument("--methods", default=",".join(verification.DEFAULT_METHODS),
+                        type=_methods,
                         help=f"comma-separated, from {','.join(verification.METHODS)}")
     verify.add_argument("--similar-only", action="store_true", help="tsml-i, ddml-i -> -sim")
     verify.add_argument("--setting", choices=["restricted", "unrestricted"], default=None,
                         help="lfw, att, yale, npz: fixed or drawn training pairs")
-    verify.add_argument("--pairs", type=int, default=3000, help="unrestricted training pairs")
+    verify.add_argument("--pairs", type=_positive_int, default=3000,
+                        help="unrestricted training pairs")
     verify.add_argument("--fusion", action="store_true", help="add an SVM fusion of the methods")
-    verify.add_argument("--n-components", type=int, default=None,
+    verify.add_argument("--n-components", type=_positive_int, default=None,
                         help="WPCA dimension (default: 32 digits, 100 otherwise; capped at rank)")
     verify.add_argument("--lams", default=",".join(map(str, verification.DEFAULT_LAMS)),
+                        type=_lam_list,
                         help="comma-separated lambda grid, chosen on the validation pairs")
-    verify.add_argument("--repeats", type=int, default=5, help="digits: random splits")
-    verify.add_argument("--max-iter", type=int, default=200)
-    verify.add_argument("--threads", type=int, default=None,
+    verify.add_argument("--repeats", type=_positive_int, default=5, help="digits: random splits")
+    verify.add_argument("--max-iter", type=_positive_int, default=200)
+    verify.add_argument("--threads", type=_positive_int, default=None,
                         help="BLAS threads (default: 1 for digits, whose GEMMs are too small "
                              "to share; the BLAS default otherwise)")
-    verify.add_argument("--data-home", default=None, help="overrides $METRICFIT_DATA")
-    verify.add_argument("--json", default=None, metavar="OUT", help="write results as JSON")
-    verify.add_argument("--plot", default=None, metavar="OUT.png", help="ROC and FA/FR curves")
-    verify.add_argument("--scores", default=None, metavar="OUT.npz",
+    verify.add_argument("--data-home", default=None, type=_folder,
+                        help="overrides $METRICFIT_DATA")
+    verify.add_argument("--json", default=None, type=_output_file, metavar="OUT",
+                        help="write results as strict JSON (null where a value is undefined)")
+    verify.add_argument("--plot", default=None, type=_output_file, metavar="OUT.png",
+                        help="ROC and FA/FR curves")
+    verify.add_argument("--scores", default=None, type=_output_file, metavar="OUT.npz",
                         help="save validation and test scores for `metricfit fuse`")
     verify.add_argument("--quiet", action="store_true", help="no progress bar")
     verify.add_argument("--calibrate", action="store_true",
                         help="report Cllr and actDCF(0.01) of the scores calibrated on each "
                              "validation fold (linear, BOSARIS) instead of the raw Cllr")
-    verify.add_argument("--snorm", type=int, default=None, metavar="COHORT",
+    verify.add_argument("--snorm", type=_positive_int, default=None, metavar="COHORT",
                         help="add METHOD+snorm rows: s-norm with a cohort of COHORT training "
                              "images")
     fuse = commands.add_parser("fuse", help="fuse the saved scores of several verify runs")
-    fuse.add_argument("files", nargs="+", metavar="SCORES.npz",
+    fuse.add_argument("files", nargs="+", metavar="SCORES.npz", type=_input_file,
                       help="written by `metricfit verify --scores` on one protocol")
-    fuse.add_argument("--methods", default=None,
+    fuse.add_argument("--methods", default=None, type=_methods,
                       help="comma-separated methods to fuse (default: all but 'fusion')")
     fuse.add_argument("--classifier", choices=["svm", "logistic"], default="svm")
-    fuse.add_argument("--json", default=None, metavar="OUT", help="write results as JSON")
+    fuse.add_argument("--json", default=None, type=_output_file, metavar="OUT",
+                      help="write results as strict JSON")
     bench = commands.add_parser("bench", help="gradient timing of the prepared objectives")
     for name, default in (("--n", 4800), ("--d", 300), ("--k", 300), ("--repeats", 10)):
-        bench.add_argument(name, type=int, default=default)
-    bench.add_argument("--threads", type=int, default=None,
+        bench.add_argument(name, type=_positive_int, default=default)
+    bench.add_argument("--threads", type=_positive_int, default=None,
                        help="BLAS threads (default: the BLAS default; 1 on a busy machine)")
     return parser
 
 
-def _parse_list(text, kind):
-    return [kind(t) for t in text.split(",") if t.strip()]
+def strict_json(value):
+    """``value`` with NaN / infinity as None (JSON null) and NumPy scalars and arrays as
+    Python numbers and lists: what ``json.dump(..., allow_nan=False)`` accepts."""
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return strict_json(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _write_json(path, report):
+    with open(path, "w") as out:
+        json.dump(strict_json(report), out, indent=1, allow_nan=False)
 
 
 class _Bar:
@@ -308,10 +419,8 @@ def _plot_det(axes, curves):
 
 
 def verify(args):
-    methods = verification.resolve_methods(_parse_list(args.methods, str), args.similar_only)
-    lams = _parse_list(args.lams, float)
-    if args.features not in FEATURES:
-        raise ValueError(f"unknown feature {args.features!r}; choose from {', '.join(FEATURES)}.")
+    methods = verification.resolve_methods(args.methods, args.similar_only)
+    lams = args.lams
     if args.data == "digits" and args.setting:
         raise ValueError("--setting applies to lfw, att, yale and npz data (fixed folds of "
                          "pairs); digits has its own image-split protocol.")
@@ -347,12 +456,11 @@ def verify(args):
         print(f"metricfit: {len(caught)} warning(s) while fitting, e.g. {caught[0].message}",
               file=sys.stderr)
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump({"data": args.data, "features": args.features, "protocol": protocol,
-                       "setting": None if args.data == "digits" else args.setting or "restricted",
-                       "methods": methods, "fusion": args.fusion, "seconds": seconds,
-                       "summary": rows, "results": verification.as_records(experiments),
-                       "curves": curves}, out, indent=1)
+        _write_json(args.json, {
+            "data": args.data, "features": args.features, "protocol": protocol,
+            "setting": None if args.data == "digits" else args.setting or "restricted",
+            "methods": methods, "fusion": args.fusion, "seconds": seconds, "summary": rows,
+            "results": verification.as_records(experiments), "curves": curves})
     if args.plot:
         _plot(args.plot, curves, rows, f"{protocol}; features {args.features}")
     if args.scores:
@@ -364,12 +472,8 @@ def fuse(args):
     """Seed 002 IV.D across descriptors: fuse saved score columns, print each and the fusion."""
     columns = {}
     for path in args.files:
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"no scores file {path} (write one with metricfit verify "
-                                    "--scores).")
         columns.update(verification.load_scores(path))
-    wanted = None if args.methods is None else set(verification.resolve_methods(
-        _parse_list(args.methods, str)))
+    wanted = None if args.methods is None else set(verification.resolve_methods(args.methods))
     columns = {key: value for key, value in columns.items()
                if key[1] != "fusion" and (wanted is None or key[1] in wanted)}
     singles = verification.saved_results(columns)
@@ -380,9 +484,8 @@ def fuse(args):
           f"fold; mean +- SEM over {len(experiments)} experiments")
     print(verification.format_table(rows))
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump({"files": args.files, "classifier": args.classifier, "summary": rows,
-                       "results": verification.as_records(experiments)}, out, indent=1)
+        _write_json(args.json, {"files": args.files, "classifier": args.classifier,
+                                "summary": rows, "results": verification.as_records(experiments)})
     return 0
 
 
@@ -423,7 +526,11 @@ def bench(args):
 
 
 def main(argv=None):
-    args = _parser().parse_args(argv)
+    """Run the command; user errors print one line ``metricfit: error: ...`` and return 2."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help (0) or a user error (2), already printed
+        return exit_.code
     try:
         return {"verify": verify, "fuse": fuse, "bench": bench}[args.command](args)
     except (FileNotFoundError, ValueError) as error:

@@ -277,9 +277,36 @@ def _load_npz(relpath, data_home, keys=None):
             f"{relpath} not found: looked for {path}. Point the {ENV_VAR} environment variable "
             "(or data_home=) at the data folder holding lfw/, att_faces/ and yale_faces/."
         )
-    with np.load(path, allow_pickle=False) as npz:
-        arrays = {key: npz[key] for key in (npz.files if keys is None else keys)}
-    return Bunch(**arrays, data_dir=path.parent)
+    return Bunch(**read_npz(path, keys), data_dir=path.parent)
+
+
+def read_npz(path, keys=None):
+    """The arrays of the ``.npz`` file ``path`` (those of ``keys``, if given) as a dict.
+
+    Raises
+    ------
+    ValueError
+        Naming the file: not a readable .npz (e.g. a text or .npy file), a missing key
+        (with the keys it does hold), or an array stored as pickled objects.
+    """
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as error:
+        raise ValueError(f"{path} is not a readable .npz file: {error}") from None
+    if not hasattr(npz, "files"):
+        raise ValueError(f"{path} is a single .npy array, not an .npz archive of named arrays.")
+    with npz:
+        missing = [key for key in (keys or []) if key not in npz.files]
+        if missing:
+            raise ValueError(f"{path}: key {missing[0]!r} not found; the file holds keys "
+                             f"{sorted(npz.files)}.")
+        arrays = {}
+        for key in (npz.files if keys is None else keys):
+            try:
+                arrays[key] = npz[key]
+            except ValueError as error:  # object arrays need pickle: refused
+                raise ValueError(f"{path}, key {key!r}: {error}") from None
+    return arrays
 
 
 def load_lfw(data_home=None):

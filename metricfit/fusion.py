@@ -16,7 +16,7 @@ model for each fold independently."
 from numbers import Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -24,7 +24,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_is_fitted
 
-from . import metrics
+from .learners._base import PairClassifierMixin
 from .pairs import check_pair_labels, check_pairs
 
 __all__ = ["ScoreFusion", "fusion_model", "stack_scores"]
@@ -152,7 +152,7 @@ def fusion_model(method="svm", C=1.0):
     return make_pipeline(StandardScaler(), classifier)
 
 
-class ScoreFusion(ClassifierMixin, BaseEstimator):
+class ScoreFusion(PairClassifierMixin, BaseEstimator):
     """Linear fusion of the scores of several fitted pair scorers, trained on held-out pairs.
 
     Each pair becomes the short vector of its base scores (:func:`stack_scores`), standardised
@@ -184,11 +184,18 @@ class ScoreFusion(ClassifierMixin, BaseEstimator):
         ``StandardScaler`` then the fitted linear classifier.
     coef_ : ndarray of shape (n_estimators,)
         Weights of the standardised scores; ``intercept_`` (float) the bias.
+    score_scale_ : ndarray of shape (n_estimators,)
+        Largest |score| of each base estimator at fit: scores are divided by it before
+        standardising, so scores up to the float range cannot overflow a variance.
     threshold_ : float
         Threshold on :meth:`pair_score`; 0 (the classifier's own rule) after ``fit``.
-    classes_ : ndarray, [-1, 1]
+    classes_ : ndarray of shape (2,)
+        The coding of the pair labels given to ``fit`` ({-1, +1}, {0, 1} or {False, True});
+        ``predict`` answers in it.
     n_estimators_ : int
     """
+
+    _pair_input = "scores"
 
     def __init__(self, estimators, method="svm", C=1.0):
         self.estimators = estimators
@@ -213,38 +220,19 @@ class ScoreFusion(ClassifierMixin, BaseEstimator):
         model = fusion_model(self.method, self.C)
         Z = stack_scores(self.estimators, inputs)
         s = check_pair_labels(y, Z.shape[0], require_both=True)
-        self.model_ = model.fit(Z, s)
+        top = np.max(np.abs(Z), axis=0)
+        self.score_scale_ = np.where(top > 0, top, 1.0)  # StandardScaler squares the scores
+        self.model_ = model.fit(Z / self.score_scale_, s)
         classifier = self.model_[-1]
         self.coef_ = classifier.coef_.ravel().copy()
         self.intercept_ = float(np.ravel(classifier.intercept_)[0])
-        self.classes_ = np.array([-1, 1])
         self.n_estimators_ = Z.shape[1]
         self.threshold_ = 0.0
-        return self
+        return self._adopt_coding(y)
 
     def pair_score(self, inputs):
         """The fused score of each pair (the classifier's decision value, higher = more
         similar), shape (n_pairs,)."""
         check_is_fitted(self)
-        return self.model_.decision_function(stack_scores(self.estimators, inputs))
-
-    def decision_function(self, inputs):
-        """``pair_score(inputs) - threshold_``: positive means similar."""
-        return self.pair_score(inputs) - self.threshold_
-
-    def predict(self, inputs):
-        """+1 (similar) where the decision is >= 0, else -1."""
-        return np.where(self.decision_function(inputs) >= 0, 1, -1)
-
-    def score(self, inputs, y, sample_weight=None):
-        """Accuracy of :meth:`predict` (y in {-1, +1} or {0, 1})."""
-        predicted = self.predict(inputs)
-        s = check_pair_labels(y, predicted.shape[0], require_both=False)
-        return float(np.average(predicted == s, weights=sample_weight))
-
-    def calibrate_threshold(self, inputs, y, strategy="accuracy"):
-        """Re-set ``threshold_`` on labelled pairs ('accuracy': maxDA, or 'eer'); returns self."""
-        scores = self.pair_score(inputs)
-        s = check_pair_labels(y, scores.shape[0], require_both=True)
-        self.threshold_ = float(metrics.calibrate_threshold(s, scores, strategy))
-        return self
+        Z = stack_scores(self.estimators, inputs) / self.score_scale_
+        return self.model_.decision_function(Z)

@@ -196,11 +196,32 @@ def save_scores(path, experiments, source):
 def load_scores(path):
     """``{(source, method): [ {val_scores, val_y, scores, y} per experiment ]}`` from a file of
     :func:`save_scores`."""
-    with np.load(path) as saved:
+    fields_ = {"val_scores", "val_y", "scores", "y"}
+    try:
+        saved = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} is not a scores file of `metricfit verify --scores` "
+                         f"(not a readable .npz: {error}).") from None
+    if not hasattr(saved, "files"):
+        raise ValueError(f"{path} is a single .npy array, not a scores file of "
+                         "`metricfit verify --scores`.")
+    with saved:
         table = {}
         for key in saved.files:
-            source, method, e, name = key.rsplit("/", 3)
+            parts = key.rsplit("/", 3)
+            if len(parts) != 4 or not parts[2].isdigit() or parts[3] not in fields_:
+                raise ValueError(f"{path}: key {key!r} is not SOURCE/METHOD/EXPERIMENT/FIELD "
+                                 f"(FIELD in {sorted(fields_)}): not a scores file of "
+                                 "`metricfit verify --scores`.")
+            source, method, e, name = parts
             table.setdefault((source, method), {}).setdefault(int(e), {})[name] = saved[key]
+    if not table:
+        raise ValueError(f"{path} holds no score columns.")
+    for (source, method), by_experiment in table.items():
+        for e, cells in by_experiment.items():
+            if set(cells) != fields_:
+                raise ValueError(f"{path}: {source}/{method}/{e} lacks "
+                                 f"{sorted(fields_ - set(cells))}.")
     return {column: [by_experiment[e] for e in sorted(by_experiment)]
             for column, by_experiment in table.items()}
 

@@ -11,23 +11,36 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import linalg, sparse
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import Interval, validate_params
+from ._validation import (Interval, PointOutputMixin, check_feature_names,
+                          check_identity_labels, validate_params)
 from .pairs import check_pair_labels, check_pairs, check_points
 from .pairs.index import check_pair_input, pair_differences
 
 __all__ = ["WPCA", "WCCN"]
 
-#: An eigenvalue <= _RTOL * (largest eigenvalue) counts as zero.
-_RTOL = 1e-10
+#: Below this ratio to the largest eigenvalue, eigenvalues of a covariance formed as
+#: X^T X are round-off (its condition is that of X squared): they are recomputed from the
+#: singular values of X itself, exact to eps relative to the largest.
+_ILL_CONDITIONED = 1e-8
+
+
+def _rank_rtol(n, d):
+    """The relative cut-off on eigenvalues matching the data's numerical rank: a singular
+    value <= s_max * max(n, d) * eps is zero (``numpy.linalg.matrix_rank``, scikit-learn's
+    PCA), i.e. an eigenvalue (s^2) <= lam_max * (max(n, d) * eps)^2."""
+    return (max(n, d) * np.finfo(np.float64).eps) ** 2
 
 
 def _check_input(estimator, X, reset):
     """Validate points (n, d) or pairs (n, 2, d) for ``estimator``; return a float array."""
     if sparse.issparse(X):
         raise TypeError(f"{type(estimator).__name__} does not accept sparse input: use .toarray().")
+    if reset:
+        estimator.__dict__.pop("feature_names_in_", None)  # set again below for a DataFrame
+    check_feature_names(estimator, X, reset=reset)
     X = np.asarray(X)
     if X.dtype == object:
         X = X.astype(np.float64)  # numbers stored as objects; anything else raises TypeError
@@ -60,18 +73,20 @@ def _fix_signs(V):
     return V * np.where(V[rows, np.arange(V.shape[1])] < 0, -1.0, 1.0)
 
 
-def _whitening_rows(lam, V, lam_max, reg, advice):
+def _whitening_rows(lam, V, lam_max, reg, advice, rtol):
     r"""Rows :math:`\mathrm{diag}(\lambda + r)^{-1/2} V^T` of a whitening matrix.
 
-    Eigenvalues at or below ``_RTOL * lam_max`` count as zero; with ``reg == 0`` they raise
-    ``ValueError(advice)`` instead of dividing by (almost) zero.
+    Eigenvalues at or below ``rtol * lam_max`` (:func:`_rank_rtol`: beyond the data's
+    numerical rank) count as zero; with ``reg == 0`` they raise ``ValueError(advice)``
+    instead of dividing by (almost) zero.
     """
     lam = np.maximum(lam, 0.0)  # round-off can make a zero eigenvalue slightly negative
-    tiny = lam <= _RTOL * max(lam_max, 0.0)
+    tiny = lam <= rtol * max(lam_max, 0.0)
     if reg == 0 and tiny.any():
         raise ValueError(
-            f"{int(tiny.sum())} eigenvalue(s) of the covariance are ~0 (<= {_RTOL:g} x the "
-            f"largest, {lam_max:.3g}): whitening would divide by zero. {advice}"
+            f"{int(tiny.sum())} eigenvalue(s) of the covariance are ~0 (<= {rtol:.3g} x the "
+            f"largest, {lam_max:.3g}: beyond the data's numerical rank): whitening would "
+            f"divide by zero. {advice}"
         )
     return (_fix_signs(V) / np.sqrt(lam + reg)).T
 
@@ -85,7 +100,8 @@ def _project(X, components, mean=None):
     return Z.reshape(X.shape[:-1] + (components.shape[0],))
 
 
-class _Whitener(TransformerMixin, BaseEstimator):
+class _Whitener(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                BaseEstimator):
     """Shared parameters, validation and tags of :class:`WPCA` and :class:`WCCN`."""
 
     _parameter_constraints = {
@@ -96,6 +112,11 @@ class _Whitener(TransformerMixin, BaseEstimator):
     def __init__(self, n_components=None, reg=0.0):
         self.n_components = n_components
         self.reg = reg
+
+    @property
+    def _n_features_out(self):
+        """Number of output features: ``get_feature_names_out`` gives 'wpca0', 'wpca1', ..."""
+        return self.n_components_
 
     def _check_n_components(self, limit, what):
         if self.n_components is not None and self.n_components > limit:
@@ -153,7 +174,9 @@ class WPCA(_Whitener):
         error.
     reg : float, default=0.0
         Added to every eigenvalue before the inverse square root. With 0, a kept eigenvalue
-        that is ~0 (<= 1e-10 x the largest) raises ``ValueError``.
+        that is ~0 (beyond the data's numerical rank: a singular value <= the largest x
+        max(n_samples, n_features) x eps, as ``numpy.linalg.matrix_rank``) raises
+        ``ValueError``.
 
     Attributes
     ----------
@@ -165,6 +188,8 @@ class WPCA(_Whitener):
         The eigenvalues :math:`\lambda_j` (unregularised).
     n_components_ : int
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        The column names, when fitted on a DataFrame with string column names.
 
     Notes
     -----
@@ -202,8 +227,10 @@ class WPCA(_Whitener):
         Xc = X.astype(np.float64)  # a fresh copy, centred in place
         Xc -= mean
         lam, V = _top_eigenpairs(Xc, k)
+        if lam[-1] < _ILL_CONDITIONED * lam[0]:  # badly scaled or rank-deficient: exact SVD
+            lam, V = _top_eigenpairs(Xc, k, solver="svd")
         advice = "Lower n_components (the data has rank < n_components) or set reg > 0."
-        components = _whitening_rows(lam, V, lam[0], self.reg, advice)
+        components = _whitening_rows(lam, V, lam[0], self.reg, advice, _rank_rtol(n, d))
         self.mean_ = mean.astype(X.dtype)
         self.components_ = components.astype(X.dtype)
         self.explained_variance_ = np.maximum(lam, 0.0).astype(X.dtype)
@@ -216,8 +243,8 @@ class WPCA(_Whitener):
         Computes :math:`(X - \\mu) W^T` with the input's dtype.
         """
         check_is_fitted(self)
-        X = _check_input(self, X, reset=False)
-        return _project(X, self.components_, self.mean_)
+        Z = _project(_check_input(self, X, reset=False), self.components_, self.mean_)
+        return self._wrap_output(Z, X)
 
 
 def _class_deviations(X, y):
@@ -226,9 +253,7 @@ def _class_deviations(X, y):
     Row j of class i is :math:`(x_{ij} - \mu_i) / \sqrt{t\, m_i}`; classes with one sample are
     dropped (they carry no within-class information) and do not count in t.
     """
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"y should be a 1d array of {X.shape[0]} class labels, got {y.shape}.")
+    y = check_identity_labels(y, "y", n_samples=X.shape[0])
     _, inv, counts = np.unique(y, return_inverse=True, return_counts=True)
     keep = counts[inv] >= 2
     if not keep.any():
@@ -286,7 +311,8 @@ class WCCN(_Whitener):
         variance ratio is about :math:`(1 - \lambda)/\lambda`; the smallest :math:`\lambda`
         are the most discriminative directions.
     reg : float, default=0.0
-        Added to every eigenvalue of C. With 0, a singular C (eigenvalue <= 1e-10 x the
+        Added to every eigenvalue of C. With 0, a singular C (beyond the numerical rank of the
+        within-class deviations, as for WPCA; the
         largest, e.g. fewer within-class samples than features) raises ``ValueError``.
 
     Attributes
@@ -298,6 +324,8 @@ class WCCN(_Whitener):
         The within-class variances :math:`\lambda` of the kept directions (increasing).
     n_components_ : int
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        The column names, when fitted on a DataFrame with string column names.
 
     Notes
     -----
@@ -336,7 +364,7 @@ class WCCN(_Whitener):
         self._check_n_components(d, "n_features")
         X64 = X.astype(np.float64)
         Z = _class_deviations(X64, y) if X.ndim == 2 else _pair_deviations(X64, y)
-        return self._fit_scatter(Z.T @ Z, X.dtype)
+        return self._fit_scatter(Z.T @ Z, X.dtype, Z)
 
     def fit_index_pairs(self, points, index, y):
         """Fit on index pairs into ``points``: ``fit(pairs, y)`` for the pairs
@@ -370,13 +398,21 @@ class WCCN(_Whitener):
             scatter += delta.T @ delta
         return self._fit_scatter(scatter / (4.0 * similar.size), pairs.dtype)
 
-    def _fit_scatter(self, scatter, dtype):
-        """Eigendecompose the within-class scatter (d, d) of eq. 12; set the attributes."""
+    def _fit_scatter(self, scatter, dtype, Z=None):
+        """Eigendecompose the within-class scatter (d, d) of eq. 12 (``Z^T Z`` when the
+        deviations Z are given: then badly conditioned scatters are taken from Z's SVD, exact
+        to eps relative to the largest); set the attributes."""
         d = scatter.shape[0]
         lam, V = linalg.eigh(scatter, overwrite_a=True, check_finite=False)  # ascending
+        if Z is not None and lam[0] < _ILL_CONDITIONED * lam[-1]:
+            _, sv, Vt = linalg.svd(Z, full_matrices=True)
+            sv = np.concatenate([sv, np.zeros(d - sv.size)])  # fewer rows than features
+            lam, V = sv[::-1] ** 2, Vt[::-1].T
         k = self.n_components or d
+        n = d if Z is None else Z.shape[0]
         advice = "Use more within-class samples (sum of m_i - 1 >= n_features), or set reg > 0."
-        components = _whitening_rows(lam[:k], V[:, :k], lam[-1], self.reg, advice)
+        components = _whitening_rows(lam[:k], V[:, :k], lam[-1], self.reg, advice,
+                                     _rank_rtol(n, d))
         self.components_ = components.astype(dtype)
         self.eigenvalues_ = np.maximum(lam[:k], 0.0).astype(dtype)
         self.n_components_ = k
@@ -385,8 +421,8 @@ class WCCN(_Whitener):
     def transform(self, X):
         """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k) as :math:`X W^T`."""
         check_is_fitted(self)
-        X = _check_input(self, X, reset=False)
-        return _project(X, self.components_)
+        Z = _project(_check_input(self, X, reset=False), self.components_)
+        return self._wrap_output(Z, X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -90,11 +90,11 @@ def test_method_aliases_and_similar_only():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--features", "hug"], "unknown feature 'hug'"),
+    (["--features", "hug"], "invalid choice: 'hug'"),
     (["--data", "mnist"], "unknown data set 'mnist'"),
     (["--setting", "unrestricted"], "--setting applies to lfw"),
     (["--methods", "tsml", "--fusion"], "--fusion needs at least two methods"),
-    (["--lams", "0.1,big"], "could not convert string to float"),
+    (["--lams", "0.1,big"], "'big' is not a number"),
 ])
 def test_bad_options_are_clear_errors(argv, message, capsys):
     assert main(["verify", "--quiet", *argv]) == 2
@@ -165,7 +165,7 @@ def test_bad_npz_is_a_clear_error(keys, message, tmp_path, capsys):
 
 def test_missing_npz_and_lbp_on_vectors_are_clear_errors(tmp_path, capsys):
     assert main(["verify", "--data", str(tmp_path / "none.npz")]) == 2
-    assert "none.npz not found" in capsys.readouterr().err
+    assert "no such file" in capsys.readouterr().err
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "x.npz", X=rng.random((60, 5)), labels=np.arange(60) % 12)
     assert main(["verify", "--quiet", "--data", str(tmp_path / "x.npz"), "--features", "lbp"]) == 2
@@ -289,7 +289,7 @@ def test_fuse_reproduces_each_saved_column_and_fuses_across_descriptors(tmp_path
 def test_fuse_error_paths(tmp_path, capsys):
     path = tmp_path / "one.npz"
     assert main(["fuse", str(tmp_path / "missing.npz")]) == 2
-    assert "no scores file" in capsys.readouterr().err
+    assert "no such file" in capsys.readouterr().err
     assert main(["verify", *FAST, "--methods", "baseline,tsml-i", "--scores", str(path)]) == 0
     assert main(["fuse", str(path), "--methods", "tsml-i"]) == 2
     assert "at least two score columns" in capsys.readouterr().err

@@ -249,7 +249,7 @@ def test_wccn_needs_classes_and_labels():
         WCCN().fit(X, np.arange(5))
     with pytest.raises(ValueError, match="requires y"):
         WCCN().fit(X)
-    with pytest.raises(ValueError, match="y should be a 1d array of 5 class labels"):
+    with pytest.raises(ValueError, match="y has 4 labels for 5 samples"):
         WCCN().fit(X, np.zeros(4))
     with pytest.raises(ValueError, match="must be <= n_features=3"):
         WCCN(n_components=4).fit(X, np.zeros(5))

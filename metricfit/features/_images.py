@@ -3,11 +3,12 @@
 import numpy as np
 
 from ..pairs import check_pairs, check_points
+from ..pairs.checks import check_dtype_range
 
 __all__ = ["check_images"]
 
 
-def check_images(X, what="X"):
+def check_images(X, what="X", dtype=np.float64):
     """Validate images or pairs of images; return a C-contiguous float64 array.
 
     Parameters
@@ -19,7 +20,7 @@ def check_images(X, what="X"):
 
     Returns
     -------
-    X : ndarray, float64, same shape
+    X : ndarray, float64 (or ``dtype``), same shape
 
     Raises
     ------
@@ -48,4 +49,5 @@ def check_images(X, what="X"):
         flat = check_points(X.reshape(n, -1), dtype=np.float64, what=what)
     else:
         flat = check_pairs(X.reshape(n, 2, -1), dtype=np.float64, what=what)
-    return flat.reshape(X.shape)
+    check_dtype_range(flat, dtype, what)
+    return flat.reshape(X.shape).astype(dtype, copy=False)

@@ -26,10 +26,10 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import Interval, validate_params
+from .._validation import Interval, PointOutputMixin, validate_params
 from ._blocks import lbp_histograms, n_windows
 from ._images import check_images
 from ._lbp import n_bins
@@ -52,7 +52,8 @@ def _check_config(config, what):
     return int(bh), int(bw), float(r)
 
 
-class _BlockLBP(TransformerMixin, BaseEstimator):
+class _BlockLBP(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                BaseEstimator):
     """Validation, fit/transform and tags shared by :class:`LBP` and :class:`OCLBP`."""
 
     def _windows(self):
@@ -91,6 +92,11 @@ class _BlockLBP(TransformerMixin, BaseEstimator):
         self.n_features_out_ = sum(self._dimensions())
         return self
 
+    @property
+    def _n_features_out(self):
+        """``get_feature_names_out`` gives 'lbp0', 'lbp1', ... ('oclbp0', ...)."""
+        return self.n_features_out_
+
     def _dimensions(self):
         """Number of features of each configuration of ``windows_``."""
         height, width = self.image_shape_
@@ -123,7 +129,7 @@ class _BlockLBP(TransformerMixin, BaseEstimator):
         for (bh, bw, sh, sw, radius, points), dim in zip(self.windows_, self._dimensions()):
             lbp_histograms(images, points, radius, bh, bw, sh, sw, out=out, offset=start)
             start += dim
-        return out.reshape(X.shape[:-2] + (self.n_features_out_,))
+        return self._wrap_output(out.reshape(X.shape[:-2] + (self.n_features_out_,)), None)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

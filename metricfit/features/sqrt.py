@@ -13,9 +13,9 @@ and frequent bins no longer dominate rare ones.
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
-from .._validation import validate_params
+from .._validation import PointOutputMixin, check_feature_names, validate_params
 from ..pairs import check_points
 
 __all__ = ["SquareRoot"]
@@ -50,14 +50,16 @@ def _check_non_negative(X):
     return flat.reshape(X.shape)
 
 
-class SquareRoot(TransformerMixin, BaseEstimator):
+class SquareRoot(PointOutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     r"""Element-wise square root of non-negative features: the Hellinger map of histograms.
 
     Takes points (n, d), pairs (n, 2, d), images (n, H, W) or pairs of images
     (n, 2, H, W) and returns float64 of the same shape. Nothing is learned: ``transform``
     works unfitted; after ``fit`` it also checks the size of the last axis (``n_features_in_``).
 
-    Raises ``ValueError`` on negative values, NaN or infinity.
+    Raises ``ValueError`` on negative values, NaN or infinity. Fitted on a DataFrame it
+    records ``feature_names_in_``; ``get_feature_names_out`` returns the input names, and
+    ``set_output(transform="pandas")`` gives DataFrames for 2-D input.
 
     Examples
     --------
@@ -76,11 +78,16 @@ class SquareRoot(TransformerMixin, BaseEstimator):
         self
         """
         validate_params(self)
+        self.__dict__.pop("feature_names_in_", None)  # set again below for a DataFrame
+        check_feature_names(self, X, reset=True)
         self.n_features_in_ = _check_non_negative(X).shape[-1]
         return self
 
     def transform(self, X):
         """Return :math:`\\sqrt{X}` element-wise, float64, same shape as X."""
+        given = X
+        if hasattr(self, "n_features_in_"):
+            check_feature_names(self, X, reset=False)
         X = _check_non_negative(X)
         expected = getattr(self, "n_features_in_", X.shape[-1])
         if X.shape[-1] != expected:
@@ -88,7 +95,7 @@ class SquareRoot(TransformerMixin, BaseEstimator):
                 f"X has {X.shape[-1]} features, but SquareRoot is expecting {expected} features "
                 "as input."
             )
-        return np.sqrt(X)
+        return self._wrap_output(np.sqrt(X), given)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -6,13 +6,17 @@ Pairs are vectors (n_pairs, 2, d) or, when the learner's ``preprocessor`` holds 
 scored by transforming the points once and gathering their embeddings chunk by chunk.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 from sklearn.base import ClassifierMixin, TransformerMixin, clone
 from sklearn.model_selection import train_test_split
+from sklearn.utils import InputTags
 from sklearn.utils.validation import check_is_fitted
 
 from .. import metrics
 from ..pairs import check_pair_labels
+from ..pairs.checks import pair_classes
 from ..pairs.index import (
     CHUNK_SIZE, IndexPairs, check_pair_input, is_dask, pair_blocks, read_rows, row_blocks,
 )
@@ -36,13 +40,64 @@ def validation_accuracy(s, scores):
     return metrics.max_decision_accuracy(s, scores)[0]
 
 
+def _unit_scale_rows(P):
+    """Rows divided by their largest magnitude (zero rows stay zero): entries in [-1, 1], so
+    the products of a cosine neither overflow nor underflow whatever the rows' scale."""
+    P = np.asarray(P)
+    top = np.max(np.abs(P), axis=1, keepdims=True)
+    return np.divide(P, top, out=np.zeros_like(P), where=top > 0)
+
+
 def cosine_rows(P1, P2):
-    """Row-wise cosine similarity of (n, k) arrays; 0 where an embedding is zero."""
+    """Row-wise cosine similarity of (n, k) arrays; 0 where an embedding is zero.
+
+    The rows are scaled to a largest entry of 1 first (a cosine does not depend on scale),
+    so rows anywhere in the float range give the same cosine as rows of unit size.
+    """
+    P1, P2 = _unit_scale_rows(P1), _unit_scale_rows(P2)
     dots = np.einsum("ij,ij->i", P1, P2)
     norms = np.linalg.norm(P1, axis=1) * np.linalg.norm(P2, axis=1)
     out = np.zeros_like(dots)
     np.divide(dots, norms, out=out, where=norms > 0)
-    return out
+    return np.clip(out, -1.0, 1.0)
+
+
+def squared_distances(a, b):
+    """Row-wise ``|a_i - b_i|^2`` of (n, k) arrays, computed as ``m^2 |(a - b) / m|^2`` with
+    ``m`` the row's largest ``|a - b|`` entry: no intermediate overflow; ``inf`` only where
+    the distance itself is beyond the float range (caught by :func:`finite_scores`)."""
+    diff = np.subtract(a, b)
+    top = np.max(np.abs(diff), axis=1)
+    unit = np.divide(diff, top[:, None], out=np.zeros_like(diff), where=top[:, None] > 0)
+    with np.errstate(over="ignore"):
+        return top * top * np.einsum("ij,ij->i", unit, unit)
+
+
+def _largest_entry(pairs, points=None):
+    if isinstance(pairs, IndexPairs):
+        data = pairs.points
+    elif points is not None and np.ndim(pairs) == 2:  # index pairs as given: rows of points
+        data = points
+    else:
+        data = pairs
+    try:
+        return float(np.max(np.abs(np.asarray(data, dtype=np.float64))))
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def finite_scores(scores, pairs, what="pairs", points=None):
+    """``scores``, or a ValueError naming the input when a score is NaN or infinite: finite
+    inputs whose scores lie beyond the float range (squared distances of entries ~1e155
+    and up, learned maps of huge entries) must be rescaled, never silently scored."""
+    scores = np.asarray(scores)
+    if np.isfinite(scores).all():
+        return scores
+    top = _largest_entry(pairs, points)
+    raise ValueError(
+        f"{what} have entries up to {top:.3g}: their scores are beyond the "
+        f"{np.asarray(scores).dtype} range (not finite). Rescale them (e.g. divide by "
+        f"{top:.3g}, or StandardScaler) before scoring or fitting.")
 
 
 def embed_points(transform, points):
@@ -73,16 +128,108 @@ def score_index_pairs(transform, score, pairs, chunk_size=CHUNK_SIZE):
     return np.concatenate(scores)
 
 
-class PairLearnerMixin(ClassifierMixin, TransformerMixin):
+@dataclass(slots=True)
+class PairInputTags(InputTags):
+    """scikit-learn's input tags plus what a pair estimator takes.
+
+    ``pairs``: X is pairs, an (n_pairs, 2, ...) array (``three_d_array``); ``index_pairs``:
+    X may also be (n_pairs, 2) integer rows into the ``preprocessor`` points (then
+    ``two_d_array`` is True); ``pair_input``: 'vectors', 'images', 'points' (fit takes
+    labelled points, scores pairs) or 'scores' (several estimators' inputs).
+    """
+
+    pairs: bool = True
+    index_pairs: bool = False
+    pair_input: str = "vectors"
+
+
+class PairClassifierMixin(ClassifierMixin):
+    """A binary classifier of pairs in the user's label coding (scikit-learn's rules).
+
+    Built on ``pair_score`` (higher = more similar) and ``threshold_``.
+    ``classes_`` is the coding of the labels last given to ``fit`` or
+    :meth:`calibrate_threshold` ({-1, +1}, {0, 1} or {False, True}); ``classes_[1]``, the
+    larger label, is "same identity". ``decision_function = pair_score - threshold_`` (> 0:
+    same); ``predict`` answers ``classes_[1]`` where it is >= 0, else ``classes_[0]``, so
+    scikit-learn's scorers (accuracy, f1, roc_auc, ...) see the labels they were given.
+    """
+
+    _pair_input = "vectors"
+
+    def decision_function(self, pairs):
+        """``pair_score(pairs) - threshold_``: positive means similar."""
+        return finite_scores(self.pair_score(pairs), pairs,
+                               points=getattr(self, "preprocessor", None)) - self.threshold_
+
+    def predict(self, pairs):
+        """``classes_[1]`` (similar) where ``pair_score >= threshold_``, else ``classes_[0]``."""
+        same = self.decision_function(pairs) >= 0
+        return self.classes_[same.astype(np.intp)]
+
+    def score(self, pairs, y, sample_weight=None):
+        """Accuracy of :meth:`predict` at ``threshold_`` (y in any accepted coding)."""
+        same = self.decision_function(pairs) >= 0
+        s = check_pair_labels(y, same.shape[0], require_both=False)
+        return float(np.average(same == (s == 1), weights=sample_weight))
+
+    def calibrate_threshold(self, pairs, y, strategy="accuracy"):
+        """Set ``threshold_`` (in score units) from labelled pairs, and ``classes_`` to y's
+        coding.
+
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features) or (n_pairs, 2) index pairs
+        y : array-like of shape (n_pairs,), both classes present
+        strategy : {'accuracy', 'eer'}, default='accuracy'
+            'accuracy' maximises the decision accuracy on these pairs (maxDA, seed 004
+            eq. 14); 'eer' puts the threshold where false accepts equal false rejects.
+
+        Returns
+        -------
+        self
+        """
+        scores = finite_scores(self.pair_score(pairs), pairs,
+                               points=getattr(self, "preprocessor", None))
+        s = check_pair_labels(y, scores.shape[0], require_both=True)
+        self.threshold_ = float(metrics.calibrate_threshold(s, scores, strategy))
+        self.classes_ = pair_classes(y)
+        return self
+
+    def _adopt_coding(self, y):
+        """Set ``classes_`` to the coding of the (validated) labels ``y``; return self."""
+        self.classes_ = pair_classes(y)
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        preprocessor = getattr(self, "preprocessor", None) is not None
+        tags.input_tags = PairInputTags(
+            two_d_array=preprocessor or self._pair_input == "points", three_d_array=True,
+            index_pairs=preprocessor, pair_input=self._pair_input)
+        tags.target_tags.required = True
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+class PairLearnerMixin(PairClassifierMixin, TransformerMixin):
     """The pair API every learner shares, built on ``transform`` and ``threshold_``.
 
     ``pair_score`` is higher-is-more-similar; ``decision_function = pair_score - threshold_``;
-    ``predict`` gives +1 (similar) where the decision is >= 0, else -1. Learners whose
-    natural output is a distance set ``_score_kind = "distance"``: they score by minus the
-    squared Euclidean distance of the embeddings and also offer ``pair_distance``.
+    ``predict`` gives ``classes_[1]`` (similar) where the decision is >= 0, else
+    ``classes_[0]`` (:class:`PairClassifierMixin`). Learners whose natural output is a
+    distance set ``_score_kind = "distance"``: they score by minus the squared Euclidean
+    distance of the embeddings and also offer ``pair_distance``.
     """
 
     _score_kind = "cosine"
+    _preserves_dtype = ("float64", "float32")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        fixed = getattr(self, "dtype", None)  # an estimator computing in one dtype (SiameseCNN)
+        tags.transformer_tags.preserves_dtype = (
+            [np.dtype(fixed).name] if fixed is not None else list(self._preserves_dtype))
+        return tags
 
     def __sklearn_clone__(self):
         """``clone`` deep-copies parameters: a memmap, streamed or Dask ``preprocessor``
@@ -96,9 +243,11 @@ class PairLearnerMixin(ClassifierMixin, TransformerMixin):
             self.set_params(preprocessor=points)
         return copy.set_params(preprocessor=points)
 
-    def _check_pairs(self, pairs, reject_zero=True):
+    def _check_pairs(self, pairs, reject_zero=True):  # noqa: D102
         """Fitted check; vector pairs (n, 2, d) or :class:`IndexPairs` into the preprocessor."""
         check_is_fitted(self)
+        distance = self._score_kind == "distance" and not getattr(self, "normalize", False)
+        reject_zero = reject_zero and not distance  # a zero vector has a distance
         return check_pair_input(pairs, getattr(self, "preprocessor", None),
                                 n_features=self.n_features_in_, reject_zero=reject_zero)
 
@@ -116,45 +265,16 @@ class PairLearnerMixin(ClassifierMixin, TransformerMixin):
         scores : ndarray of shape (n_pairs,)
         """
         pairs = self._check_pairs(pairs)
-        if isinstance(pairs, IndexPairs):
-            return score_index_pairs(self.transform, self._score_embedded, pairs)
-        embedded = self.transform(pairs)  # (n, 2, k)
-        return self._score_embedded(embedded[:, 0], embedded[:, 1])
+        with np.errstate(over="ignore", invalid="ignore"):  # reported by finite_scores
+            if isinstance(pairs, IndexPairs):
+                scores = score_index_pairs(self.transform, self._score_embedded, pairs)
+            else:
+                embedded = self.transform(pairs)  # (n, 2, k)
+                scores = self._score_embedded(embedded[:, 0], embedded[:, 1])
+        return finite_scores(scores, pairs)
 
     def _score_embedded(self, a, b):
         if self._score_kind == "cosine":
             return cosine_rows(a, b)
-        return -np.sum((a - b) ** 2, axis=1)
+        return -squared_distances(a, b)
 
-    def decision_function(self, pairs):
-        """``pair_score(pairs) - threshold_``: positive means similar."""
-        return self.pair_score(pairs) - self.threshold_
-
-    def predict(self, pairs):
-        """+1 (similar) where ``pair_score >= threshold_``, else -1."""
-        return np.where(self.decision_function(pairs) >= 0, 1, -1)
-
-    def score(self, pairs, y, sample_weight=None):
-        """Accuracy of :meth:`predict` at ``threshold_`` (y in {-1, +1} or {0, 1})."""
-        s = check_pair_labels(y, len(pairs), require_both=False)
-        correct = self.predict(pairs) == s
-        return float(np.average(correct, weights=sample_weight))
-
-    def calibrate_threshold(self, pairs, y, strategy="accuracy"):
-        """Set ``threshold_`` (in score units) from labelled pairs.
-
-        Parameters
-        ----------
-        pairs : array-like of shape (n_pairs, 2, n_features) or (n_pairs, 2) index pairs
-        y : array-like of shape (n_pairs,), both classes present
-        strategy : {'accuracy', 'eer'}, default='accuracy'
-            'accuracy' maximises the decision accuracy on these pairs (maxDA, seed 004
-            eq. 14); 'eer' puts the threshold where false accepts equal false rejects.
-
-        Returns
-        -------
-        self
-        """
-        s = check_pair_labels(y, len(pairs), require_both=True)
-        self.threshold_ = float(metrics.calibrate_threshold(s, self.pair_score(pairs), strategy))
-        return self

@@ -74,6 +74,8 @@ SIAMESE_ATTRIBUTES = """
     n_iter_ : int
     curves_ : dict or None
         SGD only: ``step``, ``train`` and ``validation`` accuracy (maxDA) at each check.
-    classes_ : ndarray, [-1, 1]
+    classes_ : ndarray of shape (2,)
+        The coding of the pair labels given to ``fit`` ({-1, +1}, {0, 1} or {False, True});
+        ``predict`` answers in it.
     n_features_in_ : int
 """

@@ -121,7 +121,8 @@ class SiameseLearner(SolverMixin, PairLearnerMixin, BaseEstimator):
         """
         validate_params(self)
         loss, params = self._loss()
-        pairs = check_pair_input(pairs, self.preprocessor, reject_zero=True)
+        pairs = check_pair_input(pairs, self.preprocessor,
+                                 reject_zero=self._score_kind == "cosine" or self.normalize)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         self.n_features_in_ = pairs.shape[2]
         inputs = self._normalised(pairs)
@@ -141,8 +142,7 @@ class SiameseLearner(SolverMixin, PairLearnerMixin, BaseEstimator):
         self._unpack(mapping, result.x.astype(pairs.dtype))
         self.n_iter_ = int(result.nit)
         self.curves_ = getattr(result, "curves", None)
-        self.classes_ = np.array([-1, 1])
-        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)
+        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)._adopt_coding(y)
 
     def _warm(self, mapping):
         """Warm start only from a previous fit of the same mapping and sizes."""
@@ -170,8 +170,15 @@ class SiameseLearner(SolverMixin, PairLearnerMixin, BaseEstimator):
             theta0 = mapping.init()
         elif isinstance(init, str):  # 'wccn': each similar pair a class (seed 002 III.D)
             wccn = WCCN(n_components=mapping.n_components)
-            wccn = (wccn.fit_index_pairs(pairs.points, pairs.index, s)
-                    if isinstance(pairs, IndexPairs) else wccn.fit(pairs, s))
+            try:
+                wccn = (wccn.fit_index_pairs(pairs.points, pairs.index, s)
+                        if isinstance(pairs, IndexPairs) else wccn.fit(pairs, s))
+            except ValueError:  # WCCN's advice names WCCN's parameters, not this learner's
+                raise ValueError(
+                    f"init='wccn': the within-class covariance of the {int(np.sum(s == 1))} "
+                    f"similar pairs is singular in {mapping.n_features} features. Use "
+                    "init='identity', more similar pairs, or fewer features (e.g. WPCA "
+                    "first).") from None
             theta0 = wccn.components_.ravel()
         else:
             theta0 = self._array_init(mapping)

@@ -24,7 +24,8 @@ class CosineSimilarity(PairLearnerMixin, BaseEstimator):
     ----------
     threshold_ : float
         Calibrated for accuracy on the pairs given to ``fit``.
-    classes_ : ndarray, [-1, 1]
+    classes_ : ndarray of shape (2,)
+        The coding of ``y`` ({-1, +1}, {0, 1} or {False, True}); ``predict`` answers in it.
     n_features_in_ : int
 
     Examples
@@ -45,8 +46,7 @@ class CosineSimilarity(PairLearnerMixin, BaseEstimator):
         pairs = check_pair_input(pairs, self.preprocessor, reject_zero=True)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         self.n_features_in_ = pairs.shape[2]
-        self.classes_ = np.array([-1, 1])
-        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)
+        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)._adopt_coding(y)
 
     def transform(self, X):
         """The identity on validated points (n, d) or pairs (n, 2, d)."""

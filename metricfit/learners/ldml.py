@@ -16,7 +16,7 @@ from ..optim import minimize
 from ..optim.projected import ScaledObjective, minimize_projected, project_diagonal, project_psd
 from ..pairs import check_pair_labels, check_pairs, check_points
 from ..pairs.index import IndexPairs, check_pair_input, pair_differences
-from ._base import PairLearnerMixin, score_index_pairs
+from ._base import PairLearnerMixin, finite_scores, score_index_pairs
 from ._solver import SOLVER_CONSTRAINTS, SolverMixin
 
 NEGATIVE_EIGENVALUE_RTOL = 1e-6  # an eigenvalue below -rtol * max|eigenvalue| is "negative"
@@ -86,7 +86,9 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
         Threshold on :meth:`pair_score`, calibrated for accuracy on the training pairs. The
         model's own rule ``p >= 0.5`` is threshold 0 (``pair_score`` is the logit of p).
     n_iter_ : int
-    classes_ : ndarray, [-1, 1]
+    classes_ : ndarray of shape (2,)
+        The coding of the pair labels given to ``fit`` ({-1, +1}, {0, 1} or {False, True});
+        ``predict`` answers in it.
     n_features_in_ : int
 
     Examples
@@ -157,7 +159,12 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
         objective = ScaledObjective(make_metric_objective(pairs[train], s[train], self.lam),
                                     np.append(np.outer(scale, scale).ravel(), 1.0))
         theta0 = self._start(pairs[train], d) / objective.scale
-        result = self._minimize(solver, objective, theta0, pairs, s, validation)
+        try:
+            result = self._minimize(solver, objective, theta0, pairs, s, validation)
+        except ValueError as error:  # the solver stepped to non-finite (M, b)
+            raise ValueError(f"LDML: the fit diverged on pairs whose differences have rms "
+                             f"{rms.min():.3g} to {rms.max():.3g} per feature: rescale the pairs "
+                             f"(e.g. to unit rms) and fit again ({error})") from None
         self._warn_if_failed(result, solver)
         M, b = ldml_loss.unpack(result.x * objective.scale, d)
         self.metric_, self.bias_ = M.astype(pairs.dtype), float(b)
@@ -167,8 +174,8 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
             warnings.warn(f"[LDML] metric_ has negative eigenvalues ({w[0]:.3g}; largest "
                           f"{w[-1]:.3g}): transform and components_ give its PSD part only "
                           "(pair_score uses metric_). Use constraint='psd' to embed it exactly.")
-        self.n_iter_, self.classes_ = int(result.nit), np.array([-1, 1])
-        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)
+        self.n_iter_ = int(result.nit)
+        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)._adopt_coding(y)
 
     def _start(self, pairs, d):
         """theta0 = [M0, b0]: the previous fit (warm start) or init with b0 = median d_M0."""
@@ -211,7 +218,8 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
         """``d_M(x, y) = (x - y)^T M (x - y)`` with the learned M (eq. 1), shape (n_pairs,);
         vector pairs or index pairs into ``preprocessor``."""
         pairs = self._check_pairs(pairs, reject_zero=False)  # checks fitted first
-        return metric_distances(self.metric_, pairs)
+        with np.errstate(over="ignore", invalid="ignore"):  # reported by finite_scores
+            return finite_scores(metric_distances(self.metric_, pairs), pairs)
 
     def pair_score(self, pairs):
         """``b - d_M(x, y)``, the logit of p (eq. 2): higher = more similar, shape (n_pairs,)."""

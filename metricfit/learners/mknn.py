@@ -10,7 +10,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import Interval, validate_params
+from .._validation import Interval, check_identity_labels, validate_params
 from ..metrics import calibrate_threshold
 from ..pairs import check_pairs, check_points, sample_pairs
 from ._base import PairLearnerMixin
@@ -75,7 +75,9 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         :func:`metricfit.pairs.sample_pairs` among at most 3000 points), each scored
         *leave-one-out*: a training point does not count itself among its neighbours.
         :meth:`calibrate_threshold` recalibrates on other labelled pairs.
-    classes_ : ndarray, [-1, 1]
+    classes_ : ndarray of shape (2,)
+        [-1, 1] after ``fit`` (which sees identities, not pair labels); the coding of the
+        pair labels last given to :meth:`calibrate_threshold` ({0, 1}, {False, True}) after it.
     n_features_in_ : int
 
     Examples
@@ -94,6 +96,7 @@ class MkNN(PairLearnerMixin, BaseEstimator):
     """
 
     _score_kind = "probability"
+    _pair_input = "points"
     _parameter_constraints = {"n_neighbors": [Interval(Integral, 1, None)],
                               "preprocessor": ["array-like", None]}
 
@@ -118,11 +121,7 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         """
         validate_params(self)
         X = check_points(X)
-        y = np.asarray(y)
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"y must have shape (n_samples,) = ({X.shape[0]},), got {y.shape}.")
-        if y.dtype.kind == "f" and not np.isfinite(y).all():
-            raise ValueError("y contains NaN or infinity.")
+        y = check_identity_labels(y, "y", n_samples=X.shape[0])
         if self.n_neighbors > X.shape[0] - 1:
             raise ValueError(f"n_neighbors={self.n_neighbors} must be <= n_samples - 1 = "
                              f"{X.shape[0] - 1}.")
@@ -220,7 +219,7 @@ class MkNN(PairLearnerMixin, BaseEstimator):
 
     def predict_proba(self, pairs):
         """``[[1 - p, p]]`` per pair with p of eq. 5 (:meth:`pair_score`); columns follow
-        ``classes_`` ([-1, 1]). Returns an array of shape (n_pairs, 2)."""
+        ``classes_``. Returns an array of shape (n_pairs, 2)."""
         p = self.pair_score(pairs)
         return np.column_stack([1 - p, p])
 

@@ -24,7 +24,7 @@ from ..mappings import ConvNet as ConvNetMapping
 from ..objective import make_objective
 from ..optim import minimize
 from ..pairs import check_pair_labels
-from ._base import PairLearnerMixin, validation_accuracy, validation_split
+from ._base import PairLearnerMixin, finite_scores, validation_accuracy, validation_split
 
 SAVE_FORMAT = "metricfit.SiameseCNN"
 SAVE_VERSION = 1
@@ -112,7 +112,9 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
         Epoch of the returned (best validation) weights.
     curves_ : dict of lists
         ``step``, ``validation`` (maxDA at each check), ``train`` (empty).
-    classes_ : ndarray [-1, 1]
+    classes_ : ndarray of shape (2,)
+        The coding of the pair labels given to ``fit`` ({-1, +1}, {0, 1} or {False, True});
+        ``predict`` answers in it.
 
     Notes
     -----
@@ -137,6 +139,8 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
     def _score_kind(self):
         kind = getattr(get_loss(self.loss), "SCORE_KIND", "")
         return "cosine" if kind == "cosine" else "distance"
+
+    _pair_input = "images"
 
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None)],
@@ -235,8 +239,7 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
         self.params_ = result.x.astype(self.dtype)
         self.n_iter_, self.curves_ = int(result.nit), result.curves
         self.n_epochs_, self.best_epoch_ = result.nit / steps, result.best_step / steps
-        self.classes_ = np.array([-1, 1])
-        return self.calibrate_threshold(*held_out)
+        return self.calibrate_threshold(*held_out)._adopt_coding(y)
 
     def _split(self, pairs, inputs, s, validation_data):
         """``(train, validation, held_out)``, each ``(pairs, s)``: training and validation
@@ -280,7 +283,7 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
             accepted = " or ".join(shapes[d] for d in allowed)
             raise ValueError(f"{what} must have shape {accepted}, got an array of shape "
                              f"{np.shape(X)}.")
-        X = check_images(X, what=what).astype(self.dtype, copy=False)
+        X = check_images(X, what=what, dtype=self.dtype)
         expected = self.input_shape_ if fitted else X.shape[-2:]
         if tuple(X.shape[-2:]) != tuple(expected):
             raise ValueError(f"{what} are {X.shape[-2]}x{X.shape[-1]} images, but the network "
@@ -317,8 +320,9 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
     def pair_score(self, pairs):
         """The loss's score of each pair (``-E`` for the energy losses): higher means more
         similar, shape (n,)."""
-        embedded = self._embed(self._check_pairs(pairs))  # (n, 2, k)
-        return self._pair_scores(embedded[:, 0], embedded[:, 1])
+        pairs = self._check_pairs(pairs)
+        embedded = self._embed(pairs)  # (n, 2, k)
+        return finite_scores(self._pair_scores(embedded[:, 0], embedded[:, 1]), pairs)
 
     # -- persistence: arrays and JSON, no pickled code -------------------------------------
 
@@ -332,7 +336,7 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
                  metricfit_version=np.array(__version__),
                  params_json=np.array(json.dumps(params)),
                  spec_json=np.array(json.dumps(self.network_.spec.to_dict())),
-                 weights=self.params_, threshold=self.threshold_,
+                 weights=self.params_, threshold=self.threshold_, classes=self.classes_,
                  input_mean=self.input_mean_, input_scale=self.input_scale_,
                  energy_bound=self.energy_bound_, n_iter=self.n_iter_,
                  epochs=np.array([self.n_epochs_, self.best_epoch_]),
@@ -352,12 +356,12 @@ class SiameseCNN(PairLearnerMixin, BaseEstimator):
             est.network_ = ConvNet(NetworkSpec.from_dict(json.loads(str(f["spec_json"]))))
             est.params_ = f["weights"]
             est.threshold_ = float(f["threshold"])
+            est.classes_ = f["classes"] if "classes" in f else np.array([-1, 1])
             est.input_mean_, est.input_scale_ = float(f["input_mean"]), float(f["input_scale"])
             est.energy_bound_, est.n_iter_ = float(f["energy_bound"]), int(f["n_iter"])
             est.n_epochs_, est.best_epoch_ = (float(v) for v in f["epochs"])
             est.curves_ = json.loads(str(f["curves_json"]))
         est.input_shape_ = est.network_.spec.input_shape
-        est.classes_ = np.array([-1, 1])
         return est
 
 

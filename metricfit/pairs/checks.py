@@ -8,28 +8,59 @@ y : ndarray of shape (n_pairs,)
     The pair labels. The toolkit's coding is ``s_i = +1`` for a similar pair (same identity)
     and ``s_i = -1`` for a dissimilar one. Also accepted: ``{0, 1}`` and booleans, with
     1 / True = similar (the coding of the LFW protocol files). Anything else is an error.
-    Learners always predict in the {-1, +1} coding.
+    Learners keep the coding of the labels they were fitted (or calibrated) on:
+    ``classes_`` holds its two labels, the larger one the "same identity" class, and
+    ``predict`` answers in it (:func:`pair_classes`).
 """
 
 import numpy as np
+from scipy import sparse
 
-__all__ = ["check_pairs", "check_points", "check_pair_labels"]
+__all__ = ["check_pairs", "check_points", "check_pair_labels", "pair_classes"]
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
 def _as_float_array(X, what, dtype=None):
+    if sparse.issparse(X):
+        raise TypeError(f"{what} is a sparse matrix: metricfit needs dense arrays; use "
+                        f"{what}.toarray().")
     try:
         X = np.asarray(X)
     except Exception as exc:  # ragged nested lists, objects that refuse conversion
         raise ValueError(f"{what} could not be converted to a numeric array: {exc}") from exc
+    if X.dtype.kind == "O":
+        try:
+            X = X.astype(np.float64)  # numbers stored as objects
+        except TypeError as exc:
+            raise TypeError(f"{what} must hold numbers: {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"{what} must hold numbers: {exc}") from None
+    if X.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {what} must hold real numbers.")
     if X.dtype.kind not in "biuf":
         raise ValueError(f"{what} must be numeric, got an array of dtype {X.dtype}.")
     if dtype is not None:
         target = dtype
     else:
         target = X.dtype if X.dtype in FLOAT_DTYPES else np.float64
+    check_dtype_range(X, target, what)
     return np.ascontiguousarray(X, dtype=target)
+
+
+def check_dtype_range(X, dtype, what="X"):
+    """Raise ValueError when finite entries of X would overflow ``dtype`` (float32's range
+    ends near 3.4e38), naming the input and its largest entry instead of an infinity later."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f" or X.dtype.kind != "f" or X.dtype.itemsize <= dtype.itemsize:
+        return
+    finite = np.abs(X[np.isfinite(X)]) if X.size else X
+    top = float(finite.max()) if finite.size else 0.0
+    if top > np.finfo(dtype).max:
+        raise ValueError(f"{what} has entries up to {top:.3g}, beyond the {dtype.name} range "
+                         f"(max {np.finfo(dtype).max:.3g}): rescale them, or compute in "
+                         "float64.")
+
 
 
 def _check_finite(X, what):
@@ -119,7 +150,7 @@ def check_points(X, *, n_features=None, dtype=None, reject_zero=False, what="X")
     return X
 
 
-def check_pair_labels(y, n_pairs, *, require_both=True):
+def check_pair_labels(y, n_pairs, *, require_both=True, what="y"):
     """Map pair labels to the toolkit's coding ``s in {-1, +1}`` (int8).
 
     Accepted codings: {-1, +1}; {0, 1} and booleans with 1 = similar. A label set mixing
@@ -144,16 +175,20 @@ def check_pair_labels(y, n_pairs, *, require_both=True):
     array([-1,  1,  1, -1], dtype=int8)
     """
     if y is None:
-        raise ValueError("pair labels y are required (+1 similar, -1 dissimilar).")
+        raise ValueError(f"{what} (the pair labels) is required: +1 similar, -1 dissimilar.")
     y = np.asarray(y)
     if y.ndim != 1:
-        raise ValueError(f"y must be 1-D of shape (n_pairs,), got shape {y.shape}.")
+        raise ValueError(f"{what} must be 1-D of shape (n_pairs,), got shape {y.shape}"
+                         + (": use np.ravel(y)." if y.ndim == 2 and 1 in y.shape else "."))
+    if y.shape[0] == 0:
+        raise ValueError(f"{what} is empty: got no pair labels.")
     if y.shape[0] != n_pairs:
-        raise ValueError(f"y has {y.shape[0]} labels for {n_pairs} pairs.")
+        raise ValueError(f"{what} has {y.shape[0]} labels for {n_pairs} pairs.")
     if y.dtype.kind not in "biuf":
-        raise ValueError(f"y must hold numeric or boolean labels, got dtype {y.dtype}.")
+        raise ValueError(f"{what} must hold numeric or boolean pair labels ({{-1, +1}}, "
+                         f"{{0, 1}} or {{False, True}}), got dtype {y.dtype}.")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
-        raise ValueError("y contains NaN or infinity.")
+        raise ValueError(f"{what} contains NaN or infinity: pair labels must be -1/+1 or 0/1.")
     values = set(np.unique(y).tolist())
     if values <= {-1, 1}:
         s = np.where(y == 1, 1, -1).astype(np.int8)
@@ -161,13 +196,30 @@ def check_pair_labels(y, n_pairs, *, require_both=True):
         s = np.where(y == 1, 1, -1).astype(np.int8)
     else:
         raise ValueError(
-            f"pair labels must be in {{-1, +1}} (or {{0, 1}} with 1 = similar), got values "
-            f"{sorted(values)}."
+            f"{what}: pair labels must be in {{-1, +1}} (or {{0, 1}} / booleans, 1 = "
+            f"similar), got values {sorted(values)[:10]}."
         )
     if require_both and np.unique(s).size < 2:
         kind = "similar" if s[0] == 1 else "dissimilar"
         raise ValueError(
-            f"y has a single class (only {kind} pairs): both similar (+1) and dissimilar (-1) "
+            f"{what} has a single class (only {kind} pairs): both similar (+1) and "
+            "dissimilar (-1) "
             "pairs are needed."
         )
     return s
+
+
+def pair_classes(y):
+    """The two labels of ``y``'s coding, sorted: ``classes_`` of an estimator fitted on y.
+
+    ``y`` holds validated pair labels (:func:`check_pair_labels`). The coding is kept as given
+    ({-1, +1}, {0, 1} or {False, True}, in y's dtype), so that ``predict`` answers in the
+    user's coding and scikit-learn's scorers (``pos_label=1``) see the labels they were
+    given. The larger label (+1, 1 or True) is the "same identity" class, ``classes_[1]``.
+    """
+    y = np.asarray(y)
+    values = np.unique(y)
+    if y.dtype.kind == "b":
+        return np.array([False, True])
+    low = -1 if values.min() < 0 else 0
+    return np.array([low, 1], dtype=y.dtype)

@@ -12,6 +12,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._validation import check_count, check_identity_labels
+
 __all__ = ["ENUMERATE_LIMIT", "sample_pairs", "fold_pairs", "unrestricted_pairs"]
 
 ENUMERATE_LIMIT = 2_000_000  # candidate pairs listed outright below this; sampled above it
@@ -55,7 +57,9 @@ def sample_pairs(labels, n_similar, n_dissimilar, random_state=None, balance="pa
     >>> y
     array([ 1,  1, -1, -1], dtype=int8)
     """
-    labels = np.asarray(labels)
+    labels = check_identity_labels(labels, "labels")
+    n_similar = check_count(n_similar, "n_similar")
+    n_dissimilar = check_count(n_dissimilar, "n_dissimilar")
     rng = check_random_state(random_state)
     if balance not in ("pairs", "identity"):
         raise ValueError(f"balance must be 'pairs' or 'identity', got {balance!r}.")
