@@ -20,8 +20,8 @@ Features (computed once on all images; no labels): pixels, sqrt, lbp (uniform LB
 blocks; ``--lbp-block``), oclbp (seed 002's 3 configurations), dsift (dense SIFT, 3 scales),
 gabor (5 scales x 8 orientations, 10x10 block means), hog (9 bins, 8x8 cells, 2x2 blocks),
 and the square root of each (sqrt-lbp, ...); blocks at most half the image (digits: 4x4),
-HOG cells at most a quarter, SIFT patches at most the image. Method aliases csml, tsml, ddml = csml-i, tsml-i, ddml-i; ``--similar-only``
-makes tsml-i, ddml-i tsml-sim, ddml-sim. ``--fusion``: a row 'fusion', a linear SVM on the
+HOG cells at most a quarter, SIFT patches at most the image. Method aliases csml, tsml, ddml
+= csml-i, tsml-i, ddml-i; ``--similar-only`` makes tsml-i, ddml-i tsml-sim, ddml-sim. ``--fusion``: a row 'fusion', a linear SVM on the
 methods' scores fitted on each validation fold (seed 002 IV.D). ``--plot OUT.png`` (matplotlib:
 ``pip install metricfit[plot]``): ROC and FA/FR curves, averaged over the experiments.
 
