@@ -25,7 +25,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from metricfit import CSML, DDML, LDML, TSML, CosineSimilarity, MkNN, SiameseCNN
+from metricfit import (CSML, DDML, LDML, NCA, PLDA, TSML, CosineSimilarity, MkNN, Siamese,
+                       SiameseCNN)
 from metricfit.fusion import ScoreFusion
 
 VECTOR_PAIRS, INDEX_PAIRS, POINTS, IMAGE_PAIRS = ("vector_pairs", "index_pairs", "points",
@@ -103,6 +104,13 @@ REGISTRY = {
     "LDML-index": entry(INDEX_PAIRS, lambda: LDML(max_iter=30)),
     "CosineSimilarity-index": entry(INDEX_PAIRS, lambda: CosineSimilarity()),
     "MkNN": entry(POINTS, lambda: MkNN(n_neighbors=4)),
+    "Siamese-contrastive-tanh": entry(VECTOR_PAIRS, lambda: Siamese(
+        loss="contrastive", mapping="tanh", n_components=3, max_iter=20, random_state=0)),
+    "PLDA": entry(VECTOR_PAIRS, lambda: PLDA()),
+    "PLDA-index": entry(INDEX_PAIRS, lambda: PLDA()),
+    "NCA": entry(POINTS, lambda: NCA(n_components=2, max_iter=20)),
+    "NCA-mlp": entry(POINTS, lambda: NCA(n_components=2, mapping="mlp", n_hidden=8, max_iter=20,
+                                         random_state=0)),
     "SiameseCNN": entry(IMAGE_PAIRS, lambda: SiameseCNN(
         n_components=4, n_maps=(3, 6, 8), batch_size=8, max_epochs=2, random_state=0)),
 }

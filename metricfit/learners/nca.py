@@ -147,6 +147,7 @@ class NCA(PairLearnerMixin, BaseEstimator):
     """
 
     _score_kind = "distance"
+    _pair_input = "points"
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None), None],
         "mapping": [StrOptions(set(NCA_MAPPINGS))],

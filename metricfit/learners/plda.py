@@ -115,7 +115,7 @@ class PLDA(PairLearnerMixin, BaseEstimator):
             points, codes = self._pair_classes(pairs, s)
         self._fit_classes(points, codes)
         if np.unique(s).size == 2:
-            return self.calibrate_threshold(getattr(pairs, "index", pairs), s)
+            return self.calibrate_threshold(getattr(pairs, "index", pairs), s)._adopt_coding(y)
         self.threshold_ = 0.0
         return self
 
