@@ -1,4 +1,8 @@
-"""DrLIM on scikit-learn's digits: a 2-D mapping learned from a neighbourhood graph, applied to
+"""
+DrLIM on digits: a 2-D map learned from a neighbourhood graph
+=============================================================
+
+DrLIM on scikit-learn's digits: a 2-D mapping learned from a neighbourhood graph, applied to
 digits it never saw (seed 003, Hadsell, Chopra and LeCun's "Dimensionality Reduction by
 Learning an Invariant Mapping").
 

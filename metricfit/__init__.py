@@ -9,7 +9,7 @@ Kernels are compiled by numba on first use, never at import.
 
 __version__ = "0.1.0"
 
-from . import metrics, pairs  # noqa: E402
+from . import backend, metrics, pairs  # noqa: E402
 from .learners import (CSML, DDML, LDML, NCA, TSML, CosineSimilarity, MkNN, Siamese,  # noqa: E402
                        SiameseCNN)
 from .whitening import WCCN, WPCA  # noqa: E402
@@ -18,7 +18,7 @@ from .backend import LDA, LengthNormalizer  # noqa: E402
 
 __all__ = [
     "Siamese", "TSML", "CSML", "DDML", "LDML", "MkNN", "NCA", "CosineSimilarity", "SiameseCNN",
-    "WCCN", "WPCA", "metrics", "pairs",
+    "WCCN", "WPCA", "backend", "metrics", "pairs",
     "__version__",
     "PLDA", "LDA", "LengthNormalizer",
 ]

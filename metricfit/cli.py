@@ -308,8 +308,6 @@ def _extractor(kind, height, width, lbp_block=10):
 
     side = lambda b: (min(b, max(height // 2, 1)), min(b, max(width // 2, 1)))  # noqa: E731
     if kind == "lbp":
-        if lbp_block < 1:
-            raise ValueError(f"--lbp-block must be at least 1, got {lbp_block}.")
         return LBP(block_size=side(lbp_block))
     if kind == "oclbp":
         return OCLBP([(*side(b), r) for b, r in ((10, 1), (14, 2), (18, 3))])

@@ -185,7 +185,7 @@ class ScoreFusion(PairClassifierMixin, BaseEstimator):
     coef_ : ndarray of shape (n_estimators,)
         Weights of the standardised scores; ``intercept_`` (float) the bias.
     score_scale_ : ndarray of shape (n_estimators,)
-        Largest |score| of each base estimator at fit: scores are divided by it before
+        Largest absolute score of each base estimator at fit: scores are divided by it before
         standardising, so scores up to the float range cannot overflow a variance.
     threshold_ : float
         Threshold on :meth:`pair_score`; 0 (the classifier's own rule) after ``fit``.

@@ -3,17 +3,14 @@ r"""One objective factory: any pair loss x any mapping x vector or index pairs.
 :func:`make_objective` is the only place that chooses how a siamese objective is computed
 (ARCHITECTURE.md, "The generic path and the fast path agree"):
 
-============================  ==============================  ===============================
-mapping, loss                 vector pairs (n, 2, d)          index pairs into points
-============================  ==============================  ===============================
-``Linear`` + a loss with a    the loss's prepared             the loss's ``index_objective``
-prepared linear form          ``objective`` (TSML's           (project the points once,
-(triangular, cosine, ddml)    ``x + s y``, DDML's ``x - y``)  scatter back, one GEMM)
-``ConvNet``, any loss          :class:`~metricfit.cnn.             :class:`IndexMappedObjective`
-                              SiameseObjective` (one pass of
-                              the stacked ``[X1; X2]`` images)
-any other                     :class:`MappedObjective`        :class:`IndexMappedObjective`
-============================  ==============================  ===============================
+- ``Linear`` + a loss with a prepared linear form (triangular, cosine, ddml): on vector
+  pairs (n, 2, d) the loss's prepared ``objective`` (TSML's ``x + s y``, DDML's ``x - y``); on
+  index pairs into points the loss's ``index_objective`` (project the points once, scatter
+  back, one GEMM).
+- ``ConvNet``, any loss: on vector pairs :class:`~metricfit.cnn.SiameseObjective` (one pass
+  of the stacked ``[X1; X2]`` images); on index pairs :class:`IndexMappedObjective`.
+- any other mapping: :class:`MappedObjective` on vector pairs, :class:`IndexMappedObjective`
+  on index pairs.
 
 All four return ``f(theta) -> (J, G)`` on the flat parameter vector with the batch protocol of
 the SGD solver (``n_pairs``, ``labels``, ``batch``), and the same cost and gradient

@@ -37,7 +37,7 @@ DEFAULT_LAMS = (1e-3, 1e-2, 1e-1, 1.0)
 
 def make_method(name, lam=None, max_iter=200):
     """The estimator of a seed 002 Table I method ('tsml-sim': TSML-I on similar pairs only;
-    'ddml-*': the linear DDML of seed 004 with the same initialisation and selection).
+    'ddml-i', 'ddml-sim': the linear DDML of seed 004 with the same initialisation and selection).
 
     Beyond Table I (issue 15): 'tsml-wccn-sim' is TSML started from WCCN on similar pairs only
     (seed 002 III.D and III.E together), 'csml-sim' CSML-I on similar pairs only, 'ddml-wccn'

@@ -188,7 +188,7 @@ class WPCA(_Whitener):
         The eigenvalues :math:`\lambda_j` (unregularised).
     n_components_ : int
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features_in,)
         The column names, when fitted on a DataFrame with string column names.
 
     Notes
@@ -324,7 +324,7 @@ class WCCN(_Whitener):
         The within-class variances :math:`\lambda` of the kept directions (increasing).
     n_components_ : int
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features_in,)
         The column names, when fitted on a DataFrame with string column names.
 
     Notes

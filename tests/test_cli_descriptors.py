@@ -49,7 +49,9 @@ def test_lbp_block_through_the_command(capsys):
                  "--lbp-block", "3", "--methods", "baseline,wccn"]) == 0
     assert "features lbp" in capsys.readouterr().out
     assert main(["verify", "--quiet", "--features", "lbp", "--lbp-block", "0"]) == 2
-    assert "--lbp-block must be at least 1" in capsys.readouterr().err
+    assert "argument --lbp-block: expected a positive integer" in capsys.readouterr().err
+    assert main(["verify", "--quiet", "--features", "lbp", "--lbp-block", "1"]) == 2
+    assert "--lbp-block: the LBP cell side must be >= 2 pixels" in capsys.readouterr().err
 
 
 def test_verify_with_a_new_descriptor_and_the_new_methods(capsys):

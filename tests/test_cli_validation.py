@@ -42,7 +42,7 @@ CASES = {
     "--lams": [("nan", "finite"), ("inf", "finite"), ("-1", ">= 0"), ("0.1,abc", "'abc'"),
                (",", "lambdas")],
     "--methods": [("tsml-x", "unknown method"), (",", "method names")],
-    "--features": [("hog", "invalid choice")],
+    "--features": [("hug", "invalid choice")],
     "--data": [("mnist", "unknown data set"), ("{missing}.npz", "no such file")],
     "--data-home": [("{missing}", "no such folder")],
     "--setting": [("both", "invalid choice")],

@@ -3,7 +3,16 @@ transformers before it (:mod:`.lda`), score calibration (:mod:`.calibration`), s
 normalisation (:mod:`.score_norm`), multi-enrolment scoring (:mod:`.enrolment`) and trial
 lists and score files (:mod:`.trials`)."""
 
-from .calibration import CalibratedScorer, LinearCalibration, PAVCalibration  # noqa: F401
-from .enrolment import score_sets  # noqa: F401
-from .lda import LDA, LengthNormalizer  # noqa: F401
-from .score_norm import ScoreNormalizer  # noqa: F401
+from . import calibration, enrolment, lda, plda, score_norm, trials
+from .calibration import CalibratedScorer, LinearCalibration, PAVCalibration
+from .enrolment import score_sets
+from .lda import LDA, LengthNormalizer
+from .score_norm import ScoreNormalizer, normalise_scores
+from .trials import read_scores, read_trials, score_trials, write_scores, write_trials
+
+__all__ = [
+    "LDA", "LengthNormalizer", "LinearCalibration", "PAVCalibration", "CalibratedScorer",
+    "ScoreNormalizer", "normalise_scores", "score_sets", "read_trials", "write_trials",
+    "read_scores", "write_scores", "score_trials",
+    "calibration", "enrolment", "lda", "plda", "score_norm", "trials",
+]

@@ -94,8 +94,8 @@ class _ImageDescriptor(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        features : ndarray of shape (n_images, n_features_out_) or
-            (n_pairs, 2, n_features_out_), float64
+        features : ndarray of shape (n_images, n_features_out) or
+            (n_pairs, 2, n_features_out), float64
         """
         check_is_fitted(self)
         X = check_images(X)

@@ -182,7 +182,7 @@ class PLDA(PairLearnerMixin, BaseEstimator):
 
     def transform(self, X):
         """Points (n, d) or pairs (n, 2, d) in the PLDA basis, ``(X - mean_) T^T`` (k dims;
-        there the within-class covariance is I and the between-class one diag(psi_))."""
+        there the within-class covariance is I and the between-class one ``diag(psi_)``)."""
         check_is_fitted(self, "components_")
         if np.ndim(X) == 3:
             X = check_pairs(X, n_features=self.n_features_in_)

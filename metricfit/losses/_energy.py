@@ -18,6 +18,8 @@ and chains ``dL/dE`` with ``dE/da`` and ``dE/db = -dE/da`` (the ``(J, dJ/da, dJ/
 
 import numpy as np
 
+from ._scores import l2_distances
+
 __all__ = ["ENERGIES", "energy", "energy_bound", "impostor", "mean_energy_loss",
            "check_energy"]
 
@@ -66,5 +68,7 @@ def mean_energy_loss(per_pair, a, b, s, kind):
 
 
 def pair_energy_score(a, b, kind):
-    """``-E``: higher means more similar."""
+    """``-E``: higher means more similar (the L2 energy without intermediate overflow)."""
+    if kind == "l2":
+        return -l2_distances(a, b)
     return -energy(a, b, kind)[0]

@@ -17,6 +17,7 @@ Pairs go through in chunks, so temporaries are O(chunk_size * k + k * d) whateve
 import numpy as np
 
 from ..pairs import check_pair_labels
+from ._scores import cosine_rows
 
 CHUNK_SIZE = 8192
 
@@ -105,12 +106,8 @@ def composed_cost_grad(embedding_kernel, A, X1, X2, s, chunk_size=CHUNK_SIZE):
 
 
 def cosine_scores(a, b):
-    """Row-wise cosine of (n, k) embeddings; 0 where an embedding is zero."""
-    dots = np.einsum("ij,ij->i", a, b)
-    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    out = np.zeros_like(dots)
-    np.divide(dots, norms, out=out, where=norms > 0)
-    return out
+    """Row-wise cosine of (n, k) embeddings, scale-safe; 0 where an embedding is zero."""
+    return cosine_rows(a, b)
 
 
 def embedding_cost_grad(embedding_kernel, a, b, s, validated=False):

@@ -59,6 +59,7 @@ from ._linear import (
     check_components,
     check_pair_data,
 )
+from ._scores import squared_distances
 from ._index import IndexPairObjective
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
@@ -254,4 +255,4 @@ DEFAULTS = {"T": 10.0, "tau": 1.0}
 def pair_score(a, b, T=10.0, tau=1.0):
     """Minus the squared distance ``-|a - b|^2`` (seed 004's ``(a - b)^2``; higher = more
     similar)."""
-    return -np.sum((a - b) ** 2, axis=1)
+    return -squared_distances(a, b)

@@ -18,7 +18,7 @@ zero"; -1 gives its alternative).
 **Not CSML.** CSML (:mod:`.csml`, Nguyen & Bai; seed 002 eq. 11) minimises ``-s c``: linear
 in the cosine, every pair keeps pushing (impostors towards -1) however well placed. This loss
 is quadratic around a target: a genuine pair at c = 1 and a forgery at ``c = t_-`` contribute
-nothing, and a forgery past the target (c < t_-) is pulled back. With ``t_- = -1`` the two
+nothing, and a forgery past the target (``c < t_-``) is pulled back. With ``t_- = -1`` the two
 have the same minimisers but different weights (``(1 - s c)`` times CSML's gradient).
 
 Zero embeddings have no cosine: such a pair contributes 0 and zero gradient (CSML's
@@ -26,6 +26,8 @@ convention). Pairs are scored by the cosine.
 """
 
 import numpy as np
+
+from ._scores import cosine_rows
 
 __all__ = ["embedding_cost_grad", "pair_score", "DEFAULTS"]
 
@@ -65,6 +67,4 @@ def embedding_cost_grad(a, b, s, impostor_target=0.0):
 
 def pair_score(a, b, impostor_target=0.0):
     """The cosine of each pair (higher = more similar)."""
-    ua, _ = _unit_rows(a)
-    ub, _ = _unit_rows(b)
-    return np.einsum("ij,ij->i", ua, ub)
+    return cosine_rows(a, b)
