@@ -22,14 +22,15 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from metricfit import WCCN, WPCA
 from metricfit._validation import check_feature_names
-from metricfit.features import LBP, OCLBP, SquareRoot
+from metricfit import LDA, LengthNormalizer
+from metricfit.features import HOG, LBP, OCLBP, DenseSIFT, Gabor, SquareRoot
 
 pd = pytest.importorskip("pandas")
 HAS_POLARS = importlib.util.find_spec("polars") is not None
 
 
-def _rows_to_images(X):
-    """Rows (n, d) -> images (n, 3, 3d); the row-level messages scikit-learn's checks expect
+def _rows_to_images(X, tile=3):
+    """Rows (n, d) -> images (n, tile, tile d); the row-level messages scikit-learn's checks expect
     (the images' own checks are LBP's)."""
     if sparse.issparse(X):
         raise TypeError("sparse input is not supported: use X.toarray().")
@@ -43,19 +44,21 @@ def _rows_to_images(X):
         what = "sample" if X.shape[0] == 0 else "feature"
         raise ValueError(f"Found array with 0 {what}(s) (shape={X.shape}) while a minimum of 1 "
                          "is required.")
-    return np.tile(X[:, None, :], (1, 3, 3))
+    return np.tile(X[:, None, :], (1, tile, tile))
 
 
 class _RowImages:
+    _tile = 3
+
     def fit(self, X, y=None):
         self.__dict__.pop("feature_names_in_", None)
         check_feature_names(self, X, reset=True)
-        return super().fit(_rows_to_images(X))
+        return super().fit(_rows_to_images(X, self._tile))
 
     def transform(self, X):
         if hasattr(self, "n_features_in_"):
             check_feature_names(self, X, reset=False)
-        return super().transform(_rows_to_images(X))
+        return super().transform(_rows_to_images(X, self._tile))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -71,8 +74,23 @@ class RowOCLBP(_RowImages, OCLBP):
     pass
 
 
+class RowHOG(_RowImages, HOG):
+    pass
+
+
+class RowDenseSIFT(_RowImages, DenseSIFT):
+    _tile = 4  # a SIFT patch of 1-pixel bins needs 4 x 4 pixels
+
+
+class RowGabor(_RowImages, Gabor):
+    pass
+
+
 @parametrize_with_checks([RowLBP(block_size=(3, 3)),
-                          RowOCLBP(configs=((3, 3, 1),), overlap=0.5)])
+                          RowOCLBP(configs=((3, 3, 1),), overlap=0.5),
+                          RowHOG(pixels_per_cell=(1, 1), cells_per_block=(1, 1)),
+                          RowDenseSIFT(bin_sizes=(1,)),
+                          RowGabor(n_scales=1, n_orientations=2, block_size=(3, 3))])
 def test_image_transformers_pass_sklearn_checks(estimator, check):
     check(estimator)
 
@@ -87,7 +105,14 @@ TRANSFORMERS = {
     "WPCA": (lambda: WPCA(n_components=3), ["wpca0", "wpca1", "wpca2"]),
     "WCCN": (lambda: WCCN(), ["wccn0", "wccn1", "wccn2", "wccn3", "wccn4"]),
     "SquareRoot": (lambda: SquareRoot(), ["f0", "f1", "f2", "f3", "f4"]),
+    "LengthNormalizer": (lambda: LengthNormalizer(), ["f0", "f1", "f2", "f3", "f4"]),
+    "LDA": (lambda: LDA(n_components=2), ["lda0", "lda1"]),
 }
+
+
+@parametrize_with_checks([LengthNormalizer(), LDA()])
+def test_back_end_transformers_pass_sklearn_checks(estimator, check):
+    check(estimator)
 LABELS = np.arange(30) % 6
 
 

@@ -3,7 +3,6 @@ transformers before it (:mod:`.lda`), score calibration (:mod:`.calibration`), s
 normalisation (:mod:`.score_norm`), multi-enrolment scoring (:mod:`.enrolment`) and trial
 lists and score files (:mod:`.trials`)."""
 
-from . import calibration, enrolment, lda, plda, score_norm, trials
 from .calibration import CalibratedScorer, LinearCalibration, PAVCalibration
 from .enrolment import score_sets
 from .lda import LDA, LengthNormalizer
@@ -14,5 +13,4 @@ __all__ = [
     "LDA", "LengthNormalizer", "LinearCalibration", "PAVCalibration", "CalibratedScorer",
     "ScoreNormalizer", "normalise_scores", "score_sets", "read_trials", "write_trials",
     "read_scores", "write_scores", "score_trials",
-    "calibration", "enrolment", "lda", "plda", "score_norm", "trials",
 ]

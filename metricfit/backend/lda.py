@@ -6,26 +6,22 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import linalg
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, OneToOneFeatureMixin,
+                          TransformerMixin)
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import Interval, validate_params
-from ..pairs import check_pair_labels, check_pairs, check_points
+from .._validation import Interval, PointOutputMixin, validate_params
+from ..pairs import check_pair_labels
+from ..whitening import _check_input
 
 __all__ = ["LengthNormalizer", "LDA"]
-
-
-def _check(X, n_features=None):
-    if np.ndim(X) == 3:
-        return check_pairs(X, n_features=n_features, what="X (pairs)")
-    return check_points(X, n_features=n_features)
 
 
 def _rows(X):
     return X.reshape(-1, X.shape[-1])
 
 
-class LengthNormalizer(TransformerMixin, BaseEstimator):
+class LengthNormalizer(PointOutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Centre, optionally whiten, and scale every vector to unit length (the i-vector length
     normalisation of Garcia-Romero and Espy-Wilson, Interspeech 2011).
 
@@ -54,28 +50,28 @@ class LengthNormalizer(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Fit the mean (and whitening) on points (n, d) or the 2n vectors of pairs."""
         validate_params(self)
-        P = _rows(_check(X)).astype(np.float64)
+        P = _rows(_check_input(self, X, reset=True)).astype(np.float64)
         if P.shape[0] < 2:
-            raise ValueError("LengthNormalizer needs at least 2 vectors to fit.")
+            raise ValueError(f"LengthNormalizer needs at least 2 vectors to fit, got "
+                             f"n_samples = {P.shape[0]}.")
         self.mean_ = P.mean(axis=0)
         self.whitening_ = None
         if self.whiten:
             lam, V = linalg.eigh(np.cov(P, rowvar=False).reshape(P.shape[1], P.shape[1]))
             lam = np.maximum(lam, 0) + self.reg * max(lam.max(), np.finfo(float).tiny)
             self.whitening_ = (V / np.sqrt(lam)) @ V.T
-        self.n_features_in_ = P.shape[1]
         return self
 
     def transform(self, X):
         """Unit-length vectors, same shape and dtype as X."""
         check_is_fitted(self, "mean_")
-        X = _check(X, self.n_features_in_)
+        given, X = X, _check_input(self, X, reset=False)
         Z = _rows(X) - self.mean_.astype(X.dtype)
         if self.whitening_ is not None:
             Z = Z @ self.whitening_.astype(X.dtype)
         norms = np.linalg.norm(Z, axis=1, keepdims=True)
         Z = np.divide(Z, norms, out=np.zeros_like(Z), where=norms > 0)
-        return Z.reshape(X.shape)
+        return self._wrap_output(Z.reshape(X.shape), given)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -84,7 +80,7 @@ class LengthNormalizer(TransformerMixin, BaseEstimator):
         return tags
 
 
-class LDA(TransformerMixin, BaseEstimator):
+class LDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Linear discriminant analysis to ``n_components`` dimensions: the leading solutions of
     ``S_b v = lambda S_w v`` (between- and within-class scatter), rows scaled so that the
     within-class covariance is I.
@@ -109,7 +105,7 @@ class LDA(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y):
         validate_params(self)
-        X = _check(X)
+        X = _check_input(self, X, reset=True)
         if X.ndim == 3:
             s = check_pair_labels(y, X.shape[0], require_both=False)
             similar = X[s == 1]
@@ -119,7 +115,7 @@ class LDA(TransformerMixin, BaseEstimator):
             raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}.")
         classes, codes = np.unique(y, return_inverse=True)
         if classes.size < 2:
-            raise ValueError("LDA needs at least two classes: got a single identity.")
+            raise ValueError("LDA needs at least two classes: got 1 class (a single identity).")
         d = X.shape[1]
         k = self.n_components or min(classes.size - 1, d)
         if k > d:
@@ -138,14 +134,17 @@ class LDA(TransformerMixin, BaseEstimator):
         self.components_ = V[:, ::-1][:, :k].T  # V^T (S_w / n) V = I
         self.explained_variance_ = lam[::-1][:k]
         self.mean_ = mean
-        self.n_features_in_ = d
         return self
 
     def transform(self, X):
         check_is_fitted(self, "components_")
-        X = _check(X, self.n_features_in_)
+        given, X = X, _check_input(self, X, reset=False)
         Z = (_rows(X) - self.mean_.astype(X.dtype)) @ self.components_.T.astype(X.dtype)
-        return Z.reshape(*X.shape[:-1], -1)
+        return self._wrap_output(Z.reshape(*X.shape[:-1], -1), given)
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

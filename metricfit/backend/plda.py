@@ -8,8 +8,8 @@ draws a class (identity) centre and its samples::
 with between-class covariance B and within-class covariance W. The *simplified* PLDA limits
 the identity variability to a q-dimensional subspace, ``B = V V^T`` with V (d, q).
 
-Sufficient statistics
----------------------
+**Sufficient statistics**
+
 For a class of n samples with mean m (centred on mu), the likelihood factorises into the
 within-class offsets ``x_ij - m``, distributed alike under every hypothesis about the class,
 and the mean::
@@ -19,8 +19,8 @@ and the mean::
 Everything below works on the class means, their counts and one d x d scatter of the
 offsets, ``S_off = sum_ij (x_ij - m_c)(x_ij - m_c)^T`` (one O(n d^2) GEMM, computed once).
 
-EM for the two-covariance model (Kaldi, ``ivector/plda.cc``, ``PldaEstimator``)
------------------------------------------------------------------------------
+**EM for the two-covariance model** (Kaldi, ``ivector/plda.cc``, ``PldaEstimator``)
+
 Write m = x + e with x ~ N(0, B) (the class centre) and e ~ N(0, W / n). The posterior of x
 is Gaussian with covariance ``C_n = (B^-1 + n W^-1)^-1`` and mean ``w = C_n n W^-1 m``. The
 M-step (Kaldi ``GetStatsFromClassMeans`` / ``EstimateFromStats``)::
@@ -42,8 +42,8 @@ The log-likelihood (up to a constant in the counts) is Kaldi's ``ComputeObjf``::
     L = -1/2 [(N - n_classes)(log|W| + d log 2 pi) + tr(W^-1 S_off)]
         -1/2 sum_c [log|B + W/n_c| + d log 2 pi + m_c^T (B + W/n_c)^-1 m_c]     (2)
 
-EM for the simplified PLDA (Prince and Elder 2007)
---------------------------------------------------
+**EM for the simplified PLDA (Prince and Elder 2007)**
+
 Latent ``h_c ~ N(0, I_q)``, ``x_ij = mu + V h_c + eps``, ``eps ~ N(0, W)``. With ``f_c =
 n_c m_c`` (centred sums), ``P = W^-1``, the posterior of h_c has precision ``L_n = I + n V^T P
 V`` and mean ``E h_c = L_n^-1 V^T P f_c``; with ``R = sum_c n_c (L_n^-1 + E h_c E h_c^T)`` and
@@ -54,8 +54,8 @@ V`` and mean ``E h_c = L_n^-1 V^T P f_c``; with ``R = sum_c n_c (L_n^-1 + E h_c 
 Per iteration O(n_classes d q + d^3 + q^3 per distinct class size).
 Initialisation: V from the top q eigenpairs of the between-class scatter, W = I.
 
-The log-likelihood ratio (closed form)
---------------------------------------
+**The log-likelihood ratio (closed form)**
+
 In the basis T (``u = T (x - mu)``), dimensions are independent: the class centre has
 variance psi_k, a sample variance 1. An enrolment mean a of n samples and a test mean b of m
 samples have, under "same identity", covariance ``[[p + 1/n, p], [p, p + 1/m]]`` and under

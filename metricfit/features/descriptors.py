@@ -325,18 +325,21 @@ class Gabor(_ImageDescriptor):
     def fit(self, X, y=None):
         super().fit(X, y)
         self.frequencies_ = self.max_frequency / self.scale_factor ** np.arange(self.n_scales)
-        self._plan = None
+        self._plan = self._make_plan()  # built here: transform leaves the estimator unchanged
         return self
 
     fit.__doc__ = _ImageDescriptor.fit.__doc__
 
     def _describe(self, images):
-        if getattr(self, "_plan", None) is None:  # built on first use, not pickled
-            kernels = gabor_bank(self.frequencies_, self.n_orientations, self.sigma_factor,
-                                 self.n_stds, self.zero_mean)
-            self._plan = (kernels, GaborPlan(kernels, *self.image_shape_, self.n_orientations))
+        if getattr(self, "_plan", None) is None:  # not pickled: rebuilt after unpickling
+            self._plan = self._make_plan()
         kernels, plan = self._plan
         return gabor_magnitudes(images, kernels, self.config_["block"], plan=plan)
+
+    def _make_plan(self):
+        kernels = gabor_bank(self.frequencies_, self.n_orientations, self.sigma_factor,
+                             self.n_stds, self.zero_mean)
+        return kernels, GaborPlan(kernels, *self.image_shape_, self.n_orientations)
 
     def __getstate__(self):
         state = super().__getstate__()
