@@ -51,3 +51,15 @@ def check_images(X, what="X", dtype=np.float64):
         flat = check_pairs(X.reshape(n, 2, -1), dtype=np.float64, what=what)
     check_dtype_range(flat, dtype, what)
     return flat.reshape(X.shape).astype(dtype, copy=False)
+
+
+def check_fitted_images(estimator, X):
+    """``(X, images)``: X validated as images (n, H, W) or image pairs (n, 2, H, W) of the
+    shape ``estimator`` was fitted on, and its images flattened to (n_images, H, W)."""
+    X = check_images(X)
+    if X.shape[-2:] != estimator.image_shape_:
+        raise ValueError(
+            f"X holds images of shape {X.shape[-2:]}, but {type(estimator).__name__} was "
+            f"fitted on images of shape {estimator.image_shape_}."
+        )
+    return X, X.reshape((-1,) + estimator.image_shape_)

@@ -28,7 +28,7 @@ from .._validation import Interval, StrOptions, validate_params
 from ._blocks import n_windows
 from ._gabor import GaborPlan, gabor_bank, gabor_magnitudes
 from ._hog import NORMS, hog_features, hog_shape
-from ._images import check_images
+from ._images import check_fitted_images, check_images
 from ._sift import DIM, dense_sift, grid
 
 __all__ = ["DenseSIFT", "Gabor", "HOG"]
@@ -98,13 +98,7 @@ class _ImageDescriptor(TransformerMixin, BaseEstimator):
             (n_pairs, 2, n_features_out), float64
         """
         check_is_fitted(self)
-        X = check_images(X)
-        if X.shape[-2:] != self.image_shape_:
-            raise ValueError(
-                f"X holds images of shape {X.shape[-2:]}, but {type(self).__name__} was fitted "
-                f"on images of shape {self.image_shape_}."
-            )
-        images = X.reshape((-1,) + self.image_shape_)
+        X, images = check_fitted_images(self, X)
         out = np.empty((images.shape[0], self.n_features_out_))
         for start in range(0, images.shape[0], _CHUNK):
             out[start:start + _CHUNK] = self._describe(images[start:start + _CHUNK])

@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, PointOutputMixin, validate_params
 from ._blocks import lbp_histograms, n_windows
-from ._images import check_images
+from ._images import check_fitted_images, check_images
 from ._lbp import n_bins
 
 __all__ = ["LBP", "OCLBP"]
@@ -117,13 +117,7 @@ class _BlockLBP(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             (n_pairs, 2, n_features_out), float64
         """
         check_is_fitted(self)
-        X = check_images(X)
-        if X.shape[-2:] != self.image_shape_:
-            raise ValueError(
-                f"X holds images of shape {X.shape[-2:]}, but {type(self).__name__} was fitted "
-                f"on images of shape {self.image_shape_}."
-            )
-        images = X.reshape((-1,) + self.image_shape_)
+        X, images = check_fitted_images(self, X)
         out = np.empty((images.shape[0], self.n_features_out_))
         start = 0
         for (bh, bw, sh, sw, radius, points), dim in zip(self.windows_, self._dimensions()):
