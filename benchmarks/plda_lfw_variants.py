@@ -17,14 +17,15 @@ import sys
 import numpy as np
 from threadpoolctl import threadpool_limits
 from sklearn.pipeline import make_pipeline
-from metricfit.cli import _lfw, _features
+from metricfit.cli import _features
+from metricfit.datasets import load_lfw_view2
 from metricfit.verification import lfw_restricted_rotation
 from metricfit.whitening import WPCA
 from metricfit.backend import LengthNormalizer
 from metricfit.learners.plda import PLDA
 from metricfit.metrics import max_decision_accuracy, accuracy_at_threshold
 feat = sys.argv[1]
-data = _lfw(None)
+data = load_lfw_view2(None)
 vec = _features(data.images, feat, True, 8)
 variants = {}
 for it, dis, q, wh in itertools.product((10, 50), ("ignore", "singletons"), (None, 50), (True, False)):

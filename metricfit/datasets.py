@@ -15,7 +15,8 @@ from sklearn.utils import Bunch
 
 __all__ = [
     "LFWPairs", "get_data_home", "read_lfw_pairs", "read_lfw_people", "lfw_pairs_to_indices",
-    "load_lfw", "load_att_faces", "load_yale_faces", "lfw_view2_pairs",
+    "load_lfw", "load_att_faces", "load_yale_faces", "lfw_view2_pairs", "load_lfw_view2",
+    "load_labelled_npz",
 ]
 
 ENV_VAR = "METRICFIT_DATA"
@@ -412,3 +413,55 @@ def _check_folds(folds, n_folds=10):
                for k in folds):
         raise ValueError(f"folds must be integers in [0, {n_folds - 1}], got {folds}")
     return np.asarray(folds, dtype=np.int64)
+
+
+def load_labelled_npz(path):
+    """Images (n, H, W) or vectors (n, d) and their labels from the ``.npz`` at ``path`` (keys
+    ``images`` or ``X``, and ``labels``), as a Bunch; the ``metricfit verify --data PATH.npz``
+    format."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: --data PATH.npz needs an existing file.")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} is not a readable .npz file: {error}") from None
+    images, labels = arrays.get("images", arrays.get("X")), arrays.get("labels")
+    if images is None or labels is None:
+        raise ValueError(f"{path} must hold 'images' (n, H, W) or 'X' (n, d), and 'labels' "
+                         f"(n,); found keys {sorted(arrays)}.")
+    if (images.ndim not in (2, 3) or images.dtype.kind not in "biuf" or labels.ndim != 1
+            or len(labels) != len(images)):
+        raise ValueError(f"{path}: need numeric images (n, H, W) or X (n, d) and labels (n,); "
+                         f"got {images.dtype} {images.shape} and labels {labels.shape}.")
+    return Bunch(images=images, labels=labels)
+
+
+def load_lfw_view2(data_home=None):
+    """LFW, its View 2 pairs checked against ``lfw/pairs.txt``, and the people's folds.
+
+    Returns a Bunch: ``images``, ``labels`` (person), ``pairs`` (6000, 2) int64, ``y`` in
+    {-1, +1}, ``pair_fold`` and ``image_fold`` (the View 2 fold of each image's person).
+    """
+    lfw = load_lfw(data_home)
+    path = lfw.data_dir / "pairs.txt"
+    if not path.is_file():
+        raise FileNotFoundError(f"lfw/pairs.txt not found: looked for {path}. Point the "
+                                "METRICFIT_DATA environment variable (or --data-home) at the "
+                                "data folder holding lfw/.")
+    parsed = read_lfw_pairs(path)  # ValueError naming file and line if malformed
+    try:
+        index = lfw_pairs_to_indices(parsed, lfw.names, lfw.person, lfw.image_number)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    found = np.column_stack([index, parsed.label, parsed.fold])
+    expected = np.column_stack([lfw.pairs_view2, lfw.pairs_view2_label, lfw.pairs_view2_fold])
+    differ = np.flatnonzero((found != expected).any(axis=1)) if found.shape == expected.shape \
+        else [min(len(found), len(expected))]
+    if len(differ):
+        raise ValueError(f"{path} does not match the View 2 pairs of the LFW npz: pair "
+                         f"{differ[0] + 1} differs (of {len(found)}, npz {len(expected)}).")
+    return Bunch(images=lfw.images, labels=lfw.person, pairs=lfw.pairs_view2.astype(np.int64),
+                 y=np.where(lfw.pairs_view2_label == 1, 1, -1), pair_fold=lfw.pairs_view2_fold,
+                 image_fold=lfw.people_fold_view2[lfw.person])
