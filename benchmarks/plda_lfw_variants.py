@@ -19,7 +19,7 @@ from threadpoolctl import threadpool_limits
 from sklearn.pipeline import make_pipeline
 from metricfit.cli import _features
 from metricfit.datasets import load_lfw_view2
-from metricfit.verification import lfw_restricted_rotation
+from metricfit.experiments.verification import lfw_restricted_rotation
 from metricfit.whitening import WPCA
 from metricfit.backend import LengthNormalizer
 from metricfit.learners.plda import PLDA

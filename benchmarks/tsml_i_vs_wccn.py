@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from metricfit import cli, datasets, verification
+from metricfit import cli, datasets
+from metricfit.experiments import verification
 from metricfit.learners import TSML
 from metricfit.metrics import accuracy_at_threshold, max_decision_accuracy
 from metricfit.whitening import WCCN, WPCA

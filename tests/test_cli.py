@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from metricfit import cli, verification
+from metricfit import cli
+from metricfit.experiments import verification
 from metricfit.cli import main
 
 FAST = ["--quiet", "--repeats", "2", "--lams", "0.1"]

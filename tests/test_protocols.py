@@ -24,12 +24,11 @@ from metricfit.pairs import (
     check_points,
     fold_pairs,
     identity_folds,
-    lfw_unrestricted_training_pairs,
-    lfw_view2_splitter,
     sample_pairs,
     unrestricted_pairs,
 )
-from metricfit.verification import lfw_restricted_rotation
+from metricfit.datasets import lfw_unrestricted_training_pairs, lfw_view2_splitter
+from metricfit.experiments.verification import lfw_restricted_rotation
 
 LFW_NPZ = "lfw_deepfunneled_gray_62x47.npz"
 

@@ -6,7 +6,7 @@ import math
 import os
 from pathlib import Path
 
-from .. import verification
+from ..experiments import verification
 
 DESCRIPTION = "The ``metricfit`` command."
 

@@ -1,6 +1,6 @@
 """``metricfit fuse``: fuse the saved scores of several ``metricfit verify`` runs."""
 
-from .. import verification
+from ..experiments import verification
 from ._output import _write_json
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import Bunch
 
-from .. import datasets, verification
+from .. import datasets
+from ..experiments import verification
 from ._output import _write_json
 from ._plot import _plot
 from ._progress import _Bar

@@ -112,7 +112,7 @@ class FoldRotation(_PairFolds):
     n_train_folds - 1``, validates on the folds after them and tests on fold ``e + n - 1``
     (all mod ``n``). For LFW View 2 (10 folds, ``n_train_folds=8``) experiment e trains on
     folds e..e+7, validates on e+8 and tests on e+9, as
-    :func:`metricfit.verification.lfw_restricted_rotation`.
+    :func:`metricfit.experiments.verification.lfw_restricted_rotation`.
 
     :meth:`split` yields (train, test) and leaves the validation pairs out, so the splitter
     works as ``cv=`` of ``cross_validate`` and ``GridSearchCV``. To choose hyperparameters

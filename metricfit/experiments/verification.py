@@ -19,12 +19,12 @@ import numpy as np
 from sklearn.pipeline import make_pipeline
 from sklearn.utils import check_random_state
 
-from .fusion import ScoreFusion, fusion_model
-from .learners import CSML, DDML, LDML, TSML, CosineSimilarity
-from .metrics import (accuracy_at_threshold, equal_error_rate, fa_fr_curve,
+from ..learners.fusion import ScoreFusion, fusion_model
+from ..learners import CSML, DDML, LDML, TSML, CosineSimilarity
+from ..metrics import (accuracy_at_threshold, equal_error_rate, fa_fr_curve,
                       max_decision_accuracy, roc_curve)
-from .pairs import fold_pairs, identity_folds, sample_pairs, unrestricted_pairs
-from .whitening import WCCN, WPCA
+from ..pairs import fold_pairs, identity_folds, sample_pairs, unrestricted_pairs
+from ..whitening import WCCN, WPCA
 
 METHODS = ("baseline", "wccn", "csml-i", "csml-wccn", "tsml-i", "tsml-wccn", "tsml-sim",
            "ddml-i", "ddml-sim", "ldml", "tsml-wccn-sim", "csml-sim", "ddml-wccn", "plda",
@@ -86,8 +86,8 @@ def has_lam(name):
 def _plda_method(name):
     """'plda': two-covariance PLDA (each similar training pair a class of two); 'plda-lnorm':
     after length normalisation (centre, whiten, L2-normalise)."""
-    from .backend import LengthNormalizer
-    from .learners.plda import PLDA
+    from ..backend import LengthNormalizer
+    from ..learners.plda import PLDA
 
     return PLDA() if name == "plda" else make_pipeline(LengthNormalizer(), PLDA())
 
@@ -96,8 +96,8 @@ def _back_end_metrics(scores, y, val):
     """minDCF(0.01) of the test scores; Cllr of the scores as they are (the decision values:
     for PLDA its LLR minus ``threshold_``, a plain score for the other methods); actDCF(0.01)
     and Cllr after linear calibration fitted on the validation scores (NaN without them)."""
-    from .backend.calibration import LinearCalibration
-    from .metrics import act_dcf, cllr, min_dcf
+    from ..backend.calibration import LinearCalibration
+    from ..metrics import act_dcf, cllr, min_dcf
 
     out = {"min_dcf": min_dcf(y, scores, preset="p01")[0], "cllr_raw": cllr(y, scores),
            "cllr": np.nan, "act_dcf": np.nan}
@@ -161,7 +161,7 @@ def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):
 def snorm_result(result, cohort, val, test):
     """'METHOD+snorm': the fitted method's scores s-normalised with the cohort (points in the
     method's input space), threshold chosen on ``val`` for accuracy."""
-    from .backend import ScoreNormalizer
+    from ..backend import ScoreNormalizer
 
     normaliser = ScoreNormalizer(result.model, cohort, "s-norm")
     val_scores = normaliser.pair_score(val[0])
@@ -171,7 +171,7 @@ def snorm_result(result, cohort, val, test):
 
 
 def fuse(results, val, test):
-    """Seed 002 IV.D: a linear SVM (:class:`~metricfit.fusion.ScoreFusion`) on the scores of
+    """Seed 002 IV.D: a linear SVM (:class:`~metricfit.learners.ScoreFusion`) on the scores of
     the fitted methods of ``results``, trained on the validation pairs ``val``; its threshold
     is then chosen on ``val`` for accuracy, like the methods'. Returns the 'fusion' Result."""
     fusion = ScoreFusion([(r.method, r.model) for r in results], method="svm").fit(*val)
