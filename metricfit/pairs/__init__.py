@@ -38,7 +38,7 @@ from .generation import (  # noqa: F401
 from .identity import IdentityDisjointPairSplit, identity_folds
 from .index import IndexPairs, check_pair_input
 from .neighbourhood import neighbourhood_pairs
-from .protocols import FoldRotation, PredefinedPairFolds
+from .protocols import FoldRotation, PredefinedPairFolds, ValidationSplit
 
 __all__ = [
     "neighbourhood_pairs",
@@ -53,5 +53,6 @@ __all__ = [
     "identity_folds",
     "PredefinedPairFolds",
     "FoldRotation",
+    "ValidationSplit",
     "IdentityDisjointPairSplit",
 ]
