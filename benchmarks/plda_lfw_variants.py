@@ -17,21 +17,24 @@ import sys
 import numpy as np
 from threadpoolctl import threadpool_limits
 from sklearn.pipeline import make_pipeline
-from metricfit.cli import _lfw, _features
-from metricfit.verification import lfw_restricted_rotation
+from metricfit.cli import _features
+from metricfit.datasets import load_lfw_view2
+from metricfit.pairs import FoldRotation
 from metricfit.whitening import WPCA
 from metricfit.backend import LengthNormalizer
 from metricfit.learners.plda import PLDA
 from metricfit.metrics import max_decision_accuracy, accuracy_at_threshold
 feat = sys.argv[1]
-data = _lfw(None)
+data = load_lfw_view2(None)
 vec = _features(data.images, feat, True, 8)
 variants = {}
 for it, dis, q, wh in itertools.product((10, 50), ("ignore", "singletons"), (None, 50), (True, False)):
     variants[(it, dis, q, wh)] = lambda it=it, dis=dis, q=q, wh=wh: make_pipeline(LengthNormalizer(whiten=wh), PLDA(n_iter=it, dissimilar_pairs=dis, n_components=q))
 res = {k: [] for k in variants}
 with threadpool_limits(1):
-    for e, (tr, va, te) in enumerate(lfw_restricted_rotation()):
+    rotation = FoldRotation(data.pair_fold, n_train_folds=8)
+    for e in range(10):
+        tr, (va,), te = rotation.rotation(e)
         f = data.pair_fold
         sp = [(data.pairs[np.isin(f, tr)], data.y[np.isin(f, tr)]), (data.pairs[f == va], data.y[f == va]), (data.pairs[f == te], data.y[f == te])]
         imgs = np.unique(sp[0][0])

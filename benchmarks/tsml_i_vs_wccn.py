@@ -24,9 +24,10 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from metricfit import cli, datasets, verification
+from metricfit import cli, datasets
 from metricfit.learners import TSML
 from metricfit.metrics import accuracy_at_threshold, max_decision_accuracy
+from metricfit.pairs import FoldRotation
 from metricfit.whitening import WCCN, WPCA
 
 SNAPSHOTS = (25, 50, 100, 200, 500)
@@ -87,8 +88,9 @@ def main(argv=None):
     y = np.where(lfw.pairs_view2_label == 1, 1, -1)
     results = []
     with threadpool_limits(1):
-        rotation = verification.lfw_restricted_rotation()
-        for e, (train, val, test) in zip(range(args.experiments), rotation):
+        rotation = FoldRotation(lfw.pairs_view2_fold, n_train_folds=8)
+        for e in range(args.experiments):
+            train, (val,), test = rotation.rotation(e)
             splits = [(lfw.pairs_view2[np.isin(lfw.pairs_view2_fold, folds)],
                        y[np.isin(lfw.pairs_view2_fold, folds)])
                       for folds in (train, [val], [test])]

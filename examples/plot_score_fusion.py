@@ -2,7 +2,7 @@
 Fusing the scores of several methods
 ====================================
 
-:class:`metricfit.fusion.ScoreFusion` stacks the scores of fitted pair scorers into one short
+:class:`metricfit.learners.ScoreFusion` stacks the scores of fitted pair scorers into one short
 vector per pair and trains a linear classifier on them (a linear SVM as in seed 002 IV.D, or
 a logistic regression as in seed 001 5.3). It must be fitted on *held-out* pairs (the
 validation fold), never on the pairs the base methods were trained on. Here: the cosine of
@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.datasets import load_digits
 
 from metricfit import CSML, LDML, TSML, WPCA, CosineSimilarity
-from metricfit.fusion import ScoreFusion
+from metricfit.learners.fusion import ScoreFusion
 from metricfit.metrics import equal_error_rate, max_decision_accuracy
 from metricfit.pairs import sample_pairs
 

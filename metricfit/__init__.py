@@ -7,7 +7,7 @@ compatible.
 Kernels are compiled by numba on first use, never at import.
 """
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
 
 from . import backend, metrics, pairs  # noqa: E402
 from .learners import (CSML, DDML, LDML, NCA, TSML, CosineSimilarity, MkNN, Siamese,  # noqa: E402

@@ -13,9 +13,12 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import Bunch
 
+from .pairs import FoldRotation, PredefinedPairFolds, unrestricted_pairs
+
 __all__ = [
     "LFWPairs", "get_data_home", "read_lfw_pairs", "read_lfw_people", "lfw_pairs_to_indices",
-    "load_lfw", "load_att_faces", "load_yale_faces", "lfw_view2_pairs",
+    "load_lfw", "load_att_faces", "load_yale_faces", "lfw_view2_pairs", "load_lfw_view2",
+    "load_labelled_npz", "lfw_view2_splitter", "lfw_unrestricted_training_pairs",
 ]
 
 ENV_VAR = "METRICFIT_DATA"
@@ -412,3 +415,117 @@ def _check_folds(folds, n_folds=10):
                for k in folds):
         raise ValueError(f"folds must be integers in [0, {n_folds - 1}], got {folds}")
     return np.asarray(folds, dtype=np.int64)
+
+
+def load_labelled_npz(path):
+    """Images (n, H, W) or vectors (n, d) and their labels from the ``.npz`` at ``path`` (keys
+    ``images`` or ``X``, and ``labels``), as a Bunch; the ``metricfit verify --data PATH.npz``
+    format."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: --data PATH.npz needs an existing file.")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} is not a readable .npz file: {error}") from None
+    images, labels = arrays.get("images", arrays.get("X")), arrays.get("labels")
+    if images is None or labels is None:
+        raise ValueError(f"{path} must hold 'images' (n, H, W) or 'X' (n, d), and 'labels' "
+                         f"(n,); found keys {sorted(arrays)}.")
+    if (images.ndim not in (2, 3) or images.dtype.kind not in "biuf" or labels.ndim != 1
+            or len(labels) != len(images)):
+        raise ValueError(f"{path}: need numeric images (n, H, W) or X (n, d) and labels (n,); "
+                         f"got {images.dtype} {images.shape} and labels {labels.shape}.")
+    return Bunch(images=images, labels=labels)
+
+
+def load_lfw_view2(data_home=None):
+    """LFW, its View 2 pairs checked against ``lfw/pairs.txt``, and the people's folds.
+
+    Returns a Bunch: ``images``, ``labels`` (person), ``pairs`` (6000, 2) int64, ``y`` in
+    {-1, +1}, ``pair_fold`` and ``image_fold`` (the View 2 fold of each image's person).
+    """
+    lfw = load_lfw(data_home)
+    path = lfw.data_dir / "pairs.txt"
+    if not path.is_file():
+        raise FileNotFoundError(f"lfw/pairs.txt not found: looked for {path}. Point the "
+                                "METRICFIT_DATA environment variable (or --data-home) at the "
+                                "data folder holding lfw/.")
+    parsed = read_lfw_pairs(path)  # ValueError naming file and line if malformed
+    try:
+        index = lfw_pairs_to_indices(parsed, lfw.names, lfw.person, lfw.image_number)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    found = np.column_stack([index, parsed.label, parsed.fold])
+    expected = np.column_stack([lfw.pairs_view2, lfw.pairs_view2_label, lfw.pairs_view2_fold])
+    differ = np.flatnonzero((found != expected).any(axis=1)) if found.shape == expected.shape \
+        else [min(len(found), len(expected))]
+    if len(differ):
+        raise ValueError(f"{path} does not match the View 2 pairs of the LFW npz: pair "
+                         f"{differ[0] + 1} differs (of {len(found)}, npz {len(expected)}).")
+    return Bunch(images=lfw.images, labels=lfw.person, pairs=lfw.pairs_view2.astype(np.int64),
+                 y=np.where(lfw.pairs_view2_label == 1, 1, -1), pair_fold=lfw.pairs_view2_fold,
+                 image_fold=lfw.people_fold_view2[lfw.person])
+
+
+def lfw_view2_splitter(data_home=None, n_train_folds=None):
+    """The CV splitter of the LFW View 2 folds, over the 6000 pairs of ``pairs_view2``.
+
+    Parameters
+    ----------
+    data_home : str or path-like, default=None
+        Data folder; see :func:`get_data_home`.
+    n_train_folds : int, default=None
+        None gives the 10-fold protocol (:class:`~metricfit.pairs.PredefinedPairFolds`: train
+        on 9 folds, test on 1); an int gives the rotation of seed 002 III.A
+        (:class:`~metricfit.pairs.FoldRotation`; 8 for train 8 / validate 1 / test 1).
+
+    Returns
+    -------
+    cv : PredefinedPairFolds or FoldRotation
+        Indexes the pairs in file order, as ``metricfit.datasets.lfw_view2_pairs()``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the LFW npz file is missing.
+    """
+    fold = lfw_view2_pairs(data_home)[2]
+    if n_train_folds is None:
+        return PredefinedPairFolds(fold)
+    return FoldRotation(fold, n_train_folds=n_train_folds)
+
+
+def lfw_unrestricted_training_pairs(train_folds, n_similar, n_dissimilar=None,
+                                    data_home=None, random_state=None):
+    """Unrestricted LFW training pairs: pairs among all images of the people of ``train_folds``.
+
+    The unrestricted setting of seed 004 (5.2.2): training pairs are generated from the
+    identities of all images of the training folds' people (View 2 ``people.txt`` folds),
+    while the test pairs stay the fixed View 2 pairs. The people of other folds are never
+    used, so no training identity occurs in the pairs of a held-out fold.
+
+    Parameters
+    ----------
+    train_folds : int or iterable of int
+        View 2 folds (0..9) whose people may be used.
+    n_similar : int or 'all'
+        Number of similar pairs (capped); ``'all'`` takes every within-person pair.
+    n_dissimilar : int, default=None
+        Number of dissimilar pairs (capped); None draws as many as the similar pairs.
+    data_home : str or path-like, default=None
+        Data folder; see :func:`get_data_home`.
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    index_pairs : ndarray of shape (n_pairs, 2), int64
+        Row indices into ``load_lfw().images``, similar pairs first.
+    y : ndarray of shape (n_pairs,), int8
+        +1 = same person, -1 = different.
+    """
+    data = _load_npz(LFW_NPZ, data_home, ("person", "people_fold_view2"))
+    allowed = np.isin(data.people_fold_view2[data.person], _check_folds(train_folds))
+    return unrestricted_pairs(data.person, allowed, n_similar, n_dissimilar,
+                              random_state=random_state)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from scipy.spatial.distance import cdist, pdist, squareform
 
 from metricfit import DDML, TSML, CosineSimilarity, MkNN
-from metricfit.applications import (complete_linkage_cost_curve, labelling_cost,
+from metricfit.experiments.applications import (complete_linkage_cost_curve, labelling_cost,
                                     one_exemplar_recognition, pairwise_scores)
 from metricfit.pairs import sample_pairs
 

@@ -243,7 +243,7 @@ def test_score_trials_and_unknown_ids(tmp_path, rng):
 
 
 def test_score_fusion_outputs_calibrated_llrs(rng):
-    from metricfit.fusion import ScoreFusion
+    from metricfit.learners.fusion import ScoreFusion
 
     centres = rng.normal(size=(400, 4)) * 2
     labels = np.repeat(np.arange(400), 4)

@@ -9,8 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from metricfit import cli, verification
+from metricfit import cli
+from metricfit.experiments import verification
 from metricfit.cli import main
+from metricfit.pairs import FoldRotation
 
 FAST = ["--quiet", "--repeats", "2", "--lams", "0.1"]
 
@@ -52,11 +54,12 @@ def test_missing_lfw_data_says_where_it_looked(tmp_path, monkeypatch, capsys):
 
 
 def test_lfw_rotation_is_the_papers():
-    rotation = list(verification.lfw_restricted_rotation())
-    assert rotation[0] == ([0, 1, 2, 3, 4, 5, 6, 7], 8, 9)  # (1..8), 9, 10 one-based
-    assert rotation[1] == ([1, 2, 3, 4, 5, 6, 7, 8], 9, 0)
+    cv = FoldRotation(np.arange(10), n_train_folds=8)  # what run_folds rotates on 10 folds
+    rotation = [cv.rotation(e) for e in range(10)]
+    assert rotation[0] == ([0, 1, 2, 3, 4, 5, 6, 7], [8], 9)  # (1..8), 9, 10 one-based
+    assert rotation[1] == ([1, 2, 3, 4, 5, 6, 7, 8], [9], 0)
     assert sorted(test for _, _, test in rotation) == list(range(10))
-    for train, val, test in rotation:
+    for train, (val,), test in rotation:
         assert len({*train, val, test}) == 10
 
 
@@ -69,14 +72,9 @@ def test_lfw_restricted_one_experiment_tsml_sim_beats_baseline(lfw_dir):
     lfw = load_lfw(lfw_dir.parent)
     vectors = np.sqrt(lfw.images.reshape(len(lfw.images), -1).astype(np.float64))
     y = np.where(lfw.pairs_view2_label == 1, 1, -1)
-    rotation = verification.lfw_restricted_rotation
-    verification.lfw_restricted_rotation = lambda: iter([next(rotation())])
-    try:
-        (results,) = verification.run_lfw_restricted(
-            vectors, lfw.pairs_view2, y, lfw.pairs_view2_fold, methods=("baseline", "tsml-sim"),
-            lams=(1e-2, 1e-1))
-    finally:
-        verification.lfw_restricted_rotation = rotation
+    (results,) = verification.run_lfw_restricted(
+        vectors, lfw.pairs_view2, y, lfw.pairs_view2_fold, methods=("baseline", "tsml-sim"),
+        lams=(1e-2, 1e-1), experiments=[0])
     baseline, tsml_sim = results
     assert tsml_sim.accuracy > baseline.accuracy + 0.03
 
@@ -179,7 +177,9 @@ def test_labelled_folds_and_unrestricted_pairs_are_identity_disjoint():
     assert np.all(labels[pairs[y == 1, 0]] == labels[pairs[y == 1, 1]])
     assert (y == 1).sum() == (y == -1).sum() == 40 * 45  # all same-identity pairs
     draw = verification.unrestricted_train_pairs(labels, image_fold, 3000)
-    for e, (train, val, test) in enumerate(verification.fold_rotation(10)):
+    rotation = FoldRotation(pair_fold, n_train_folds=8)
+    for e in range(10):
+        train, (val,), test = rotation.rotation(e)
         held_out = np.unique(labels[pairs[np.isin(pair_fold, [val, test])]])
         restricted = labels[pairs[np.isin(pair_fold, train)]]
         drawn, drawn_y = draw(train, e)

@@ -15,8 +15,8 @@ def no_work(monkeypatch):
     """Fail the test if the command starts loading data (validation must come first)."""
     def forbidden(*args, **kwargs):
         raise AssertionError("work started before the arguments were validated")
-    monkeypatch.setattr(cli, "_load", forbidden)
-    monkeypatch.setattr(cli.verification, "load_scores", forbidden)
+    monkeypatch.setattr(cli.verify, "_load", forbidden)
+    monkeypatch.setattr(cli.fuse.verification, "load_scores", forbidden)
 
 
 def bad(tmp_path):

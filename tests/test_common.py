@@ -170,7 +170,7 @@ def test_labels_coded_zero_one_come_back_zero_one(case):
 
 def test_registry_lists_every_public_estimator():
     import metricfit
-    from metricfit.fusion import ScoreFusion
+    from metricfit.learners.fusion import ScoreFusion
     from metricfit.learners._base import PairClassifierMixin
 
     public = {name for name in metricfit.__all__

@@ -6,7 +6,7 @@ from sklearn.base import clone
 from sklearn.model_selection import cross_val_score
 
 from metricfit import TSML, CosineSimilarity
-from metricfit.fusion import ScoreFusion, stack_scores
+from metricfit.learners.fusion import ScoreFusion, stack_scores
 from metricfit.metrics import equal_error_rate, max_decision_accuracy
 from metricfit.pairs import sample_pairs
 

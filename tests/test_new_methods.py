@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from metricfit import verification
+from metricfit.experiments import verification
 from metricfit.learners import CSML, DDML, TSML
 
 NEW = {

@@ -24,14 +24,19 @@ from metricfit.pairs import (
     check_points,
     fold_pairs,
     identity_folds,
-    lfw_unrestricted_training_pairs,
-    lfw_view2_splitter,
     sample_pairs,
     unrestricted_pairs,
 )
-from metricfit.verification import lfw_restricted_rotation
+from metricfit.datasets import lfw_unrestricted_training_pairs, lfw_view2_splitter
 
 LFW_NPZ = "lfw_deepfunneled_gray_62x47.npz"
+
+
+def paper_rotation(n_folds=10):
+    """Seed 002 III.A, written out: experiment e trains on folds e..e+7, validates on e+8 and
+    tests on e+9 (mod 10); the first uses (1..8), 9, 10 in the paper's 1-based numbering."""
+    return [([(e + j) % n_folds for j in range(n_folds - 2)], (e + n_folds - 2) % n_folds,
+             (e + n_folds - 1) % n_folds) for e in range(n_folds)]
 
 
 def make_identities(n_identities=60, n_features=6, seed=0):
@@ -159,7 +164,7 @@ def test_lfw_view2_rotation_matches_verification_protocol(lfw_view2):
     fold = lfw_view2["pairs_view2_fold"]
     rotation = lfw_view2_splitter(lfw_view2["data_home"], n_train_folds=8)
     for (train, val, test), (train_folds, val_fold, test_fold) in zip(
-            rotation.split_with_validation(), lfw_restricted_rotation()):
+            rotation.split_with_validation(), paper_rotation()):
         np.testing.assert_array_equal(train, np.flatnonzero(np.isin(fold, train_folds)))
         np.testing.assert_array_equal(val, np.flatnonzero(fold == val_fold))
         np.testing.assert_array_equal(test, np.flatnonzero(fold == test_fold))
@@ -168,7 +173,7 @@ def test_lfw_view2_rotation_matches_verification_protocol(lfw_view2):
 
 def test_lfw_unrestricted_training_pairs_avoid_held_out_people(lfw_view2):
     person, fold = lfw_view2["person"], lfw_view2["pairs_view2_fold"]
-    train_folds, val_fold, test_fold = next(iter(lfw_restricted_rotation()))
+    train_folds, val_fold, test_fold = paper_rotation()[0]
     index_pairs, y = lfw_unrestricted_training_pairs(
         train_folds, 2000, data_home=lfw_view2["data_home"], random_state=0)
     assert (y == 1).sum() == 2000 and (y == -1).sum() == 2000
@@ -189,12 +194,12 @@ def test_identity_folds_on_lfw_people_are_balanced(lfw_view2):
 
 # --- FoldRotation: the rotation of seed 002 III.A -------------------------------------------------
 
-def test_fold_rotation_reproduces_lfw_restricted_rotation():
+def test_fold_rotation_reproduces_the_papers_rotation():
     rng = np.random.default_rng(0)
     pair_fold = rng.permutation(np.repeat(np.arange(10), 7))  # pairs in any order
     rotation = FoldRotation(pair_fold)
     assert rotation.get_n_splits() == 10
-    reference = list(lfw_restricted_rotation())
+    reference = paper_rotation()
     assert rotation.rotation(0) == (list(range(8)), [8], 9)  # seed: (1..8), 9, 10, 1-based
     assert rotation.rotation(1) == (list(range(1, 9)), [9], 0)  # (2..9), 10, 1
     triples = list(rotation.split_with_validation(np.zeros((70, 2))))

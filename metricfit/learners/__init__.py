@@ -3,6 +3,7 @@
 from .cosine import CosineSimilarity
 from .csml import CSML
 from .ddml import DDML
+from .fusion import ScoreFusion
 from .ldml import LDML
 from .mknn import MkNN
 from ._siamese import Siamese
@@ -11,4 +12,4 @@ from .siamese_cnn import SiameseCNN
 from .tsml import TSML
 
 __all__ = ["Siamese", "TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN", "NCA",
-           "SiameseCNN"]
+           "SiameseCNN", "ScoreFusion"]

@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .. import __version__
+from .._version import __version__
 from .._validation import Interval, StrOptions, validate_params
 from ..cnn import ConvNet, NetworkSpec, energy_bound, num_threads
 from ..cnn.loss import ENERGIES

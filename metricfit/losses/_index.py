@@ -31,14 +31,15 @@ points are read a block of rows at a time (a memmap is never loaded whole).
 The passes are generic: ``embed(X_block, theta)`` (pass 1), ``pair_block(E, index, s, R,
 *args)`` (pass 2) and ``R^T X`` (pass 3). LDML (:mod:`metricfit.losses.ldml`) plugs in
 ``E = [X M, X]`` and its weights kernel. :class:`metricfit.pairs.index.SerialPasses` runs
-them in this process, :class:`metricfit._dask.DaskPasses` as a map-reduce on a Dask
+them in this process, :class:`metricfit.pairs._dask.DaskPasses` as a map-reduce on a Dask
 scheduler.
 """
 
 import numpy as np
 from numba import njit
 
-from ..pairs.index import check_index_pair_data, make_passes
+from ..pairs.index import check_index_pair_data
+from ..pairs.passes import make_passes
 from ._linear import CHUNK_SIZE, PreparedObjective
 
 __all__ = ["IndexPairObjective", "project_rows", "linear_pair_block"]

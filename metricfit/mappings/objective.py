@@ -28,7 +28,8 @@ from numbers import Integral
 import numpy as np
 
 from ..pairs import check_pair_labels
-from ..pairs.index import check_index_pair_data, make_passes, scatter_add_rows
+from ..pairs.index import check_index_pair_data, scatter_add_rows
+from ..pairs.passes import make_passes
 
 __all__ = ["MappedObjective", "IndexMappedObjective", "l2_normalise"]
 

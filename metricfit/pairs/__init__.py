@@ -25,10 +25,10 @@ generation
 neighbourhood
     :func:`neighbourhood_pairs`: k-NN graph neighbours similar, sampled others dissimilar
     (DrLIM, seed 003).
-identity, protocols, lfw
+identity, protocols
     :func:`identity_folds`; the CV splitters over pairs :class:`PredefinedPairFolds`,
-    :class:`FoldRotation` (seed 002 III.A) and :class:`IdentityDisjointPairSplit`;
-    :func:`lfw_view2_splitter`, :func:`lfw_unrestricted_training_pairs`.
+    :class:`FoldRotation` (seed 002 III.A) and :class:`IdentityDisjointPairSplit`. The LFW
+    View 2 splitter and unrestricted pairs read files: they are in :mod:`metricfit.datasets`.
 """
 
 from .checks import FLOAT_DTYPES, check_pair_labels, check_pairs, check_points  # noqa: F401
@@ -37,9 +37,8 @@ from .generation import (  # noqa: F401
 )
 from .identity import IdentityDisjointPairSplit, identity_folds
 from .index import IndexPairs, check_pair_input
-from .lfw import lfw_unrestricted_training_pairs, lfw_view2_splitter
 from .neighbourhood import neighbourhood_pairs
-from .protocols import FoldRotation, PredefinedPairFolds
+from .protocols import FoldRotation, PredefinedPairFolds, ValidationSplit
 
 __all__ = [
     "neighbourhood_pairs",
@@ -54,7 +53,6 @@ __all__ = [
     "identity_folds",
     "PredefinedPairFolds",
     "FoldRotation",
+    "ValidationSplit",
     "IdentityDisjointPairSplit",
-    "lfw_view2_splitter",
-    "lfw_unrestricted_training_pairs",
 ]

@@ -17,8 +17,8 @@ An objective over index pairs (:mod:`metricfit.losses._index`) is evaluated in t
 ``embed`` each block of points (e.g. ``P = X A^T``), a ``pair_block`` over each chunk of
 pairs that gathers rows of the embeddings and scatter-adds per-pair gradients onto an
 (n_points, width) array R, and ``back`` each block of R with its points (``R^T X``).
-:class:`SerialPasses` runs them here; :func:`make_passes` picks the Dask map-reduce
-(:mod:`metricfit._dask`) when the points or the index are Dask arrays.
+:class:`SerialPasses` runs them here; :func:`metricfit.pairs.passes.make_passes` picks the
+Dask map-reduce (:mod:`metricfit.pairs._dask`) when the points or the index are Dask arrays.
 """
 
 from numbers import Integral
@@ -30,7 +30,7 @@ from .checks import FLOAT_DTYPES, check_pair_labels, check_pairs, check_points
 
 __all__ = ["is_dask", "is_index_pairs", "check_point_store", "check_index_pairs",
            "check_index_pair_data", "row_blocks", "read_rows", "pair_blocks",
-           "scatter_add_rows", "gradient_rows", "SerialPasses", "make_passes", "IndexPairs",
+           "scatter_add_rows", "gradient_rows", "SerialPasses", "IndexPairs",
            "NormalisedRows", "normalised_points", "check_pair_input", "check_nonzero_points",
            "pair_differences"]
 
@@ -295,23 +295,6 @@ class SerialPasses:
         points = read_rows(self.points, used, self.dtype)  # (n_used, d)
         labels = np.asarray(self.labels[indices])
         return SerialPasses(points, local.reshape(-1, 2), labels, self.dtype, self.chunk_size)
-
-
-def make_passes(points, index, s, dtype, chunk_size):
-    """Serial passes, or a Dask map-reduce when the points or the index are Dask arrays.
-
-    In memory, with fewer pairs than half the points, the passes run on the points the pairs
-    use only (a copy of at most half the points), so an iteration never costs more point
-    work than the pairs of vectors would.
-    """
-    if is_dask(points) or is_dask(index):
-        from .._dask import DaskPasses  # optional: metricfit[dask]
-
-        return DaskPasses(points, index, s, dtype, chunk_size)
-    passes = SerialPasses(points, index, s, dtype, chunk_size)
-    if type(points) is np.ndarray and 2 * index.shape[0] < points.shape[0]:
-        return passes.subset(slice(None))
-    return passes
 
 
 class IndexPairs:

@@ -15,7 +15,7 @@ from sklearn.model_selection import BaseCrossValidator
 
 from .generation import _as_1d
 
-__all__ = ["PredefinedPairFolds", "FoldRotation"]
+__all__ = ["PredefinedPairFolds", "FoldRotation", "ValidationSplit"]
 
 
 def _n_pairs(X):
@@ -111,8 +111,8 @@ class FoldRotation(_PairFolds):
     With ``n`` folds (in sorted order), split ``e`` trains on folds ``e, ..., e +
     n_train_folds - 1``, validates on the folds after them and tests on fold ``e + n - 1``
     (all mod ``n``). For LFW View 2 (10 folds, ``n_train_folds=8``) experiment e trains on
-    folds e..e+7, validates on e+8 and tests on e+9, as
-    :func:`metricfit.verification.lfw_restricted_rotation`.
+    folds e..e+7, validates on e+8 and tests on e+9: the
+    rotation :func:`metricfit.experiments.verification.run_folds` runs.
 
     :meth:`split` yields (train, test) and leaves the validation pairs out, so the splitter
     works as ``cv=`` of ``cross_validate`` and ``GridSearchCV``. To choose hyperparameters
@@ -241,3 +241,53 @@ class FoldRotation(_PairFolds):
         positions = np.arange(train.size + validation.size)
         return np.concatenate([train, validation]), [(positions[:train.size],
                                                       positions[train.size:])]
+
+
+class ValidationSplit(BaseCrossValidator):
+    """One split: train on the pairs not marked, score on the marked (validation) pairs.
+
+    The pair counterpart of :class:`sklearn.model_selection.PredefinedSplit` with a single
+    validation fold, for selecting hyper-parameters (lambda, the threshold) with
+    ``GridSearchCV(..., cv=ValidationSplit(is_validation))`` on the training pairs followed by
+    the validation pairs of one experiment (seed 002 III.A, III.E).
+
+    Parameters
+    ----------
+    is_validation : array-like of bool, shape (n_pairs,)
+        True for a validation pair; both kinds must occur.
+
+    Examples
+    --------
+    >>> cv = ValidationSplit([False, False, True])
+    >>> [(train.tolist(), val.tolist()) for train, val in cv.split()]
+    [([0, 1], [2])]
+    """
+
+    def __init__(self, is_validation):
+        mask = _as_1d(is_validation, "is_validation")
+        if mask.dtype != bool:
+            raise ValueError(f"is_validation must be boolean, got dtype {mask.dtype}.")
+        if mask.all() or not mask.any():
+            raise ValueError("is_validation must mark some pairs, and not all of them.")
+        self.is_validation = mask
+
+    def get_n_splits(self, X=None, y=None, groups=None):
+        """1: one (train, validation) split."""
+        return 1
+
+    def split(self, X=None, y=None, groups=None):
+        """Yield the (train, validation) pair indices (int64).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_pairs, 2, n_features) or (n_pairs, 2), default=None
+            The pairs; only their number is checked.
+        y, groups : object
+            Ignored, for API compatibility.
+        """
+        if X is not None and _n_pairs(X) != self.is_validation.shape[0]:
+            raise ValueError(f"X has {_n_pairs(X)} pairs but is_validation has "
+                             f"{self.is_validation.shape[0]} entries.")
+        yield (np.flatnonzero(~self.is_validation).astype(np.int64),
+               np.flatnonzero(self.is_validation).astype(np.int64))
+

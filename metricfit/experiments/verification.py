@@ -2,9 +2,11 @@
 
 A *method* is an estimator with the pair API (``fit(pairs, y)``, ``decision_function``);
 ``make_method`` builds the ones of seed 002 Table I by name. ``select_and_test`` is one
-experiment of seed 002 III.A/III.E: fit on the training pairs for each lambda, keep the lambda
-and the threshold with the best accuracy on the validation pairs, report the test accuracy at
-that threshold (and, threshold-free, the test maxDA and EER of seed 004 eq. 14). ``fuse`` adds
+experiment of seed 002 III.A/III.E: scikit-learn's ``GridSearchCV`` fits on the training pairs
+for each lambda and keeps the lambda with the best accuracy (at its best threshold) on the
+validation pairs (:class:`~metricfit.pairs.ValidationSplit`), the threshold is chosen there, and
+the test accuracy at that threshold is reported (and, threshold-free, the test maxDA and EER of
+seed 004 eq. 14). ``fuse`` adds
 the score fusion of seed 002 IV.D (a linear SVM on the methods' scores, fitted on the
 validation pairs). Protocols: :func:`run_folds` (the fold rotation of seed 002 III.A on fixed
 folds of pairs, restricted or unrestricted training, seed 004 5.2.2), :func:`run_lfw_restricted`
@@ -16,15 +18,17 @@ import functools
 from dataclasses import dataclass, field, fields
 
 import numpy as np
+from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.utils import check_random_state
 
-from .fusion import ScoreFusion, fusion_model
-from .learners import CSML, DDML, LDML, TSML, CosineSimilarity
-from .metrics import (accuracy_at_threshold, equal_error_rate, fa_fr_curve,
+from ..learners.fusion import ScoreFusion, fusion_model
+from ..learners import CSML, DDML, LDML, TSML, CosineSimilarity
+from ..metrics import (accuracy_at_threshold, equal_error_rate, fa_fr_curve,
                       max_decision_accuracy, roc_curve)
-from .pairs import fold_pairs, identity_folds, sample_pairs, unrestricted_pairs
-from .whitening import WCCN, WPCA
+from ..pairs import (FoldRotation, ValidationSplit, fold_pairs, identity_folds, sample_pairs,
+                     unrestricted_pairs)
+from ..whitening import WCCN, WPCA
 
 METHODS = ("baseline", "wccn", "csml-i", "csml-wccn", "tsml-i", "tsml-wccn", "tsml-sim",
            "ddml-i", "ddml-sim", "ldml", "tsml-wccn-sim", "csml-sim", "ddml-wccn", "plda",
@@ -86,8 +90,8 @@ def has_lam(name):
 def _plda_method(name):
     """'plda': two-covariance PLDA (each similar training pair a class of two); 'plda-lnorm':
     after length normalisation (centre, whiten, L2-normalise)."""
-    from .backend import LengthNormalizer
-    from .learners.plda import PLDA
+    from ..backend import LengthNormalizer
+    from ..learners.plda import PLDA
 
     return PLDA() if name == "plda" else make_pipeline(LengthNormalizer(), PLDA())
 
@@ -96,8 +100,8 @@ def _back_end_metrics(scores, y, val):
     """minDCF(0.01) of the test scores; Cllr of the scores as they are (the decision values:
     for PLDA its LLR minus ``threshold_``, a plain score for the other methods); actDCF(0.01)
     and Cllr after linear calibration fitted on the validation scores (NaN without them)."""
-    from .backend.calibration import LinearCalibration
-    from .metrics import act_dcf, cllr, min_dcf
+    from ..backend.calibration import LinearCalibration
+    from ..metrics import act_dcf, cllr, min_dcf
 
     out = {"min_dcf": min_dcf(y, scores, preset="p01")[0], "cllr_raw": cllr(y, scores),
            "cllr": np.nan, "act_dcf": np.nan}
@@ -143,17 +147,36 @@ def _test_result(name, scores, y, threshold, lam, model, val=None):
                   **_back_end_metrics(np.asarray(scores), y, val))
 
 
+def _validation_accuracy(estimator, pairs, y):
+    """The scorer of the selection: the accuracy at the best threshold (maxDA, seed 004 eq.
+    14) of the decision values, so that lambda and the threshold are chosen together."""
+    return max_decision_accuracy(y, estimator.decision_function(pairs))[0]
+
+
+def select_lambda(name, train, val, lams=DEFAULT_LAMS, max_iter=200):
+    """The lambda of ``name`` with the best validation accuracy at its best threshold:
+    ``GridSearchCV`` over ``lams`` with :class:`~metricfit.pairs.ValidationSplit` (fit on the
+    ``train`` pairs, score on the ``val`` pairs). The first lambda wins a tie. NaN for a method
+    without lambda."""
+    if not has_lam(name):
+        return np.nan
+    pairs = np.concatenate([train[0], val[0]])
+    y = np.concatenate([train[1], val[1]])
+    cv = ValidationSplit(np.arange(len(y)) >= len(train[1]))
+    search = GridSearchCV(make_method(name, lams[0], max_iter), {"lam": list(lams)},
+                          scoring=_validation_accuracy, cv=cv, refit=False,
+                          error_score="raise").fit(pairs, y)
+    return search.best_params_["lam"]
+
+
 def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):
-    """Fit ``name`` on ``train`` for each lambda, choose lambda and threshold on ``val`` (best
-    accuracy), evaluate on ``test``. Each of train/val/test is ``(pairs, y)``."""
-    best = None
-    for lam in lams if has_lam(name) else [np.nan]:
-        method = make_method(name, None if np.isnan(lam) else lam, max_iter).fit(*train)
-        val_scores = method.decision_function(val[0])
-        val_accuracy, threshold = max_decision_accuracy(val[1], val_scores)
-        if best is None or val_accuracy > best[0]:
-            best = (val_accuracy, threshold, lam, method, val_scores)
-    _, threshold, lam, method, val_scores = best
+    """Choose lambda on ``val`` (:func:`select_lambda`), fit ``name`` on ``train`` with it, take
+    the threshold of best accuracy on ``val``, evaluate on ``test``. Each of train/val/test is
+    ``(pairs, y)``."""
+    lam = select_lambda(name, train, val, lams, max_iter)
+    method = make_method(name, None if np.isnan(lam) else lam, max_iter).fit(*train)
+    val_scores = method.decision_function(val[0])
+    threshold = max_decision_accuracy(val[1], val_scores)[1]
     return _test_result(name, method.decision_function(test[0]), test[1], threshold, lam, method,
                         (val_scores, val[1]))
 
@@ -161,7 +184,7 @@ def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):
 def snorm_result(result, cohort, val, test):
     """'METHOD+snorm': the fitted method's scores s-normalised with the cohort (points in the
     method's input space), threshold chosen on ``val`` for accuracy."""
-    from .backend import ScoreNormalizer
+    from ..backend import ScoreNormalizer
 
     normaliser = ScoreNormalizer(result.model, cohort, "s-norm")
     val_scores = normaliser.pair_score(val[0])
@@ -171,7 +194,7 @@ def snorm_result(result, cohort, val, test):
 
 
 def fuse(results, val, test):
-    """Seed 002 IV.D: a linear SVM (:class:`~metricfit.fusion.ScoreFusion`) on the scores of
+    """Seed 002 IV.D: a linear SVM (:class:`~metricfit.learners.ScoreFusion`) on the scores of
     the fitted methods of ``results``, trained on the validation pairs ``val``; its threshold
     is then chosen on ``val`` for accuracy, like the methods'. Returns the 'fusion' Result."""
     fusion = ScoreFusion([(r.method, r.model) for r in results], method="svm").fit(*val)
@@ -265,50 +288,39 @@ def fuse_saved(columns, classifier="svm"):
     return out
 
 
-def fold_rotation(n_folds=10):
-    """Seed 002 III.A on ``n_folds`` folds: experiment e trains on folds e..e+n-3, validates on
-    e+n-2 and tests on e+n-1 (mod n)."""
-    for e in range(n_folds):
-        yield ([(e + j) % n_folds for j in range(n_folds - 2)], (e + n_folds - 2) % n_folds,
-               (e + n_folds - 1) % n_folds)
-
-
-def lfw_restricted_rotation(n_folds=10):
-    """Seed 002 III.A: experiment e trains on folds e..e+7, validates on e+8, tests on e+9
-    (mod 10); the first uses (1..8), 9, 10 in the paper's 1-based numbering."""
-    return fold_rotation(n_folds)
-
-
 def run_folds(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_components=100,
               lams=DEFAULT_LAMS, max_iter=200, progress=None, train_pairs=None, fusion=False,
-              rotation=None, snorm=None):
-    """:func:`run_experiment` for each experiment of the fold rotation (default
-    :func:`fold_rotation` of the folds 0..n-1 of ``fold``, the fold of each of the fixed
-    pairs ``pair_index`` (row indices into ``vectors``) with labels ``y``). Validation and test
-    pairs are the fixed pairs of their fold. Training pairs: those of the training folds
+              experiments=None, snorm=None):
+    """:func:`run_experiment` for each experiment of the fold rotation of seed 002 III.A
+    (:class:`~metricfit.pairs.FoldRotation`: n-2 folds train, the next validates, the one
+    after tests) over ``fold``, the fold of each of the fixed pairs ``pair_index`` (row indices
+    into ``vectors``) with labels ``y``; ``experiments`` (split numbers) runs some only.
+    Validation and test pairs are the fixed pairs of their fold. Training pairs: those of the training folds
     (restricted setting), or ``train_pairs(train_folds, e) -> (index_pairs, y)`` (unrestricted,
     seed 004 5.2.2). Returns one list of :class:`Result` per experiment."""
     fold = np.asarray(fold)
-    experiments = []
-    for e, (train_folds, val_fold, test_fold) in enumerate(
-            fold_rotation(np.unique(fold).size) if rotation is None else rotation):
+    rotation = FoldRotation(fold, n_train_folds=np.unique(fold).size - 2)
+    results = []
+    for e in range(rotation.get_n_splits()) if experiments is None else experiments:
+        train_folds, (val_fold,), test_fold = rotation.rotation(e)
         splits = [(pair_index[mask], y[mask])
                   for mask in (np.isin(fold, train_folds), fold == val_fold, fold == test_fold)]
         if train_pairs is not None:
             splits[0] = train_pairs(train_folds, e)
-        experiments.append(run_experiment(vectors, splits, methods, n_components, lams,
-                                          max_iter, functools.partial(progress, e)
-                                          if progress else None, fusion, snorm))
-    return experiments
+        results.append(run_experiment(vectors, splits, methods, n_components, lams,
+                                      max_iter, functools.partial(progress, e)
+                                      if progress else None, fusion, snorm))
+    return results
 
 
 def run_lfw_restricted(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_components=100,
-                       lams=DEFAULT_LAMS, max_iter=200, progress=None, fusion=False):
+                       lams=DEFAULT_LAMS, max_iter=200, progress=None, fusion=False,
+                       experiments=None):
     """The LFW View 2 restricted protocol on image vectors (n_images, n_features): one
     :func:`run_experiment` per fold rotation. Returns one list of :class:`Result` per
     experiment."""
     return run_folds(vectors, pair_index, y, fold, methods, n_components, lams, max_iter,
-                     progress, fusion=fusion, rotation=lfw_restricted_rotation())
+                     progress, fusion=fusion, experiments=experiments)
 
 
 def run_experiment(vectors, splits, methods, n_components, lams=DEFAULT_LAMS, max_iter=200,

@@ -1,7 +1,7 @@
 """The three passes over index pairs as a map-reduce on a Dask scheduler (``metricfit[dask]``).
 
 When the points or the index pairs of an objective are Dask arrays, :func:`metricfit.pairs.
-index.make_passes` returns :class:`DaskPasses`: each evaluation is one Dask graph, computed
+passes.make_passes` returns :class:`DaskPasses`: each evaluation is one Dask graph, computed
 on the scheduler in use (threads, processes or a ``dask.distributed`` cluster, whichever
 ``dask.compute`` picks: inside ``with Client(...)`` the gradient runs on its workers)::
 
@@ -26,7 +26,7 @@ except ImportError as exc:  # pragma: no cover (the core never needs Dask)
     raise ImportError("Dask arrays as points or index pairs need the optional dependency: "
                       "pip install 'metricfit[dask]'") from exc
 
-from .pairs.index import (
+from .index import (
     POINT_BLOCK_BYTES, SerialPasses, check_chunk_size, gradient_rows, is_dask, pair_blocks,
 )
 

@@ -1,0 +1,157 @@
+"""Argument parsing and validation of the ``metricfit`` command: every user error is one line
+on stderr and exit status 2, before any work starts."""
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+from ..experiments import verification
+
+DESCRIPTION = "The ``metricfit`` command."
+
+FEATURES = ("pixels", "sqrt", "lbp", "oclbp", "dsift", "gabor", "hog", "sqrt-lbp", "sqrt-oclbp",
+            "sqrt-dsift", "sqrt-gabor", "sqrt-hog")
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose user errors are one line on stderr and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text):
+    """A count: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer (>= 1), got {text!r}")
+    return value
+
+
+def _lam_list(text):
+    """A comma-separated list of finite, non-negative lambdas (at least one)."""
+    lams = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        try:
+            value = float(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is not a number (expected "
+                                             "comma-separated finite lambdas >= 0)") from None
+        if not math.isfinite(value) or value < 0:
+            raise argparse.ArgumentTypeError(f"lambdas must be finite and >= 0, got {item!r}")
+        lams.append(value)
+    if not lams:
+        raise argparse.ArgumentTypeError(f"expected comma-separated lambdas >= 0, got {text!r}")
+    return lams
+
+
+def _methods(text):
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated method names, got {text!r}")
+    try:
+        verification.resolve_methods(names)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return names
+
+
+def _output_file(text):
+    """A path a file can be written to: not a directory, in an existing writable folder."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file path")
+    folder = path.parent
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"the folder of {text!r} does not exist: {folder}")
+    if (path.exists() and not os.access(path, os.W_OK)) or not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text!r} is not writable")
+    return str(path)
+
+
+def _input_file(text):
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {text!r}")
+    return str(path)
+
+
+def _folder(text):
+    if not Path(text).expanduser().is_dir():
+        raise argparse.ArgumentTypeError(f"no such folder: {text!r}")
+    return text
+
+
+def _data(text):
+    if text in ("digits", "att", "lfw", "yale"):
+        return text
+    if not text.endswith(".npz"):
+        raise argparse.ArgumentTypeError(f"unknown data set {text!r}; choose digits, att, lfw, "
+                                         "yale or PATH.npz")
+    return _input_file(text)
+
+
+def _parser():
+    parser = _Parser(prog="metricfit", description=DESCRIPTION)
+    commands = parser.add_subparsers(dest="command", required=True)
+    verify = commands.add_parser("verify", help="learn metrics on pairs, report verification")
+    verify.add_argument("--data", default="digits", type=_data,
+                        metavar="{digits,att,lfw,yale,PATH.npz}")
+    verify.add_argument("--features", default="pixels", choices=FEATURES,
+                        help=f"one of {', '.join(FEATURES)}")
+    verify.add_argument("--lbp-block", type=_positive_int, default=10, metavar="PIXELS",
+                        help="side of the square LBP blocks (cells) of lbp, sqrt-lbp")
+    verify.add_argument("--methods", default=",".join(verification.DEFAULT_METHODS),
+                        type=_methods,
+                        help=f"comma-separated, from {','.join(verification.METHODS)}")
+    verify.add_argument("--similar-only", action="store_true", help="tsml-i, ddml-i -> -sim")
+    verify.add_argument("--setting", choices=["restricted", "unrestricted"], default=None,
+                        help="lfw, att, yale, npz: fixed or drawn training pairs")
+    verify.add_argument("--pairs", type=_positive_int, default=3000,
+                        help="unrestricted training pairs")
+    verify.add_argument("--fusion", action="store_true", help="add an SVM fusion of the methods")
+    verify.add_argument("--n-components", type=_positive_int, default=None,
+                        help="WPCA dimension (default: 32 digits, 100 otherwise; capped at rank)")
+    verify.add_argument("--lams", default=",".join(map(str, verification.DEFAULT_LAMS)),
+                        type=_lam_list,
+                        help="comma-separated lambda grid, chosen on the validation pairs")
+    verify.add_argument("--repeats", type=_positive_int, default=5, help="digits: random splits")
+    verify.add_argument("--max-iter", type=_positive_int, default=200)
+    verify.add_argument("--threads", type=_positive_int, default=None,
+                        help="BLAS threads (default: 1 for digits, whose GEMMs are too small "
+                             "to share; the BLAS default otherwise)")
+    verify.add_argument("--data-home", default=None, type=_folder,
+                        help="overrides $METRICFIT_DATA")
+    verify.add_argument("--json", default=None, type=_output_file, metavar="OUT",
+                        help="write results as strict JSON (null where a value is undefined)")
+    verify.add_argument("--plot", default=None, type=_output_file, metavar="OUT.png",
+                        help="ROC and FA/FR curves")
+    verify.add_argument("--scores", default=None, type=_output_file, metavar="OUT.npz",
+                        help="save validation and test scores for `metricfit fuse`")
+    verify.add_argument("--quiet", action="store_true", help="no progress bar")
+    verify.add_argument("--calibrate", action="store_true",
+                        help="report Cllr and actDCF(0.01) of the scores calibrated on each "
+                             "validation fold (linear, BOSARIS) instead of the raw Cllr")
+    verify.add_argument("--snorm", type=_positive_int, default=None, metavar="COHORT",
+                        help="add METHOD+snorm rows: s-norm with a cohort of COHORT training "
+                             "images")
+    fuse = commands.add_parser("fuse", help="fuse the saved scores of several verify runs")
+    fuse.add_argument("files", nargs="+", metavar="SCORES.npz", type=_input_file,
+                      help="written by `metricfit verify --scores` on one protocol")
+    fuse.add_argument("--methods", default=None, type=_methods,
+                      help="comma-separated methods to fuse (default: all but 'fusion')")
+    fuse.add_argument("--classifier", choices=["svm", "logistic"], default="svm")
+    fuse.add_argument("--json", default=None, type=_output_file, metavar="OUT",
+                      help="write results as strict JSON")
+    bench = commands.add_parser("bench", help="gradient timing of the prepared objectives")
+    for name, default in (("--n", 4800), ("--d", 300), ("--k", 300), ("--repeats", 10)):
+        bench.add_argument(name, type=_positive_int, default=default)
+    bench.add_argument("--threads", type=_positive_int, default=None,
+                       help="BLAS threads (default: the BLAS default; 1 on a busy machine)")
+    return parser

@@ -1,0 +1,25 @@
+"""``metricfit fuse``: fuse the saved scores of several ``metricfit verify`` runs."""
+
+from ..experiments import verification
+from ._output import _write_json
+
+
+def run(args):
+    """Seed 002 IV.D across descriptors: fuse saved score columns, print each and the fusion."""
+    columns = {}
+    for path in args.files:
+        columns.update(verification.load_scores(path))
+    wanted = None if args.methods is None else set(verification.resolve_methods(args.methods))
+    columns = {key: value for key, value in columns.items()
+               if key[1] != "fusion" and (wanted is None or key[1] in wanted)}
+    singles = verification.saved_results(columns)
+    fused = verification.fuse_saved(columns, args.classifier)
+    experiments = [row + f for row, f in zip(singles, fused)]
+    rows = verification.summarise(experiments)
+    print(f"{args.classifier} fusion of {len(columns)} score columns fitted on each validation "
+          f"fold; mean +- SEM over {len(experiments)} experiments")
+    print(verification.format_table(rows))
+    if args.json:
+        _write_json(args.json, {"files": args.files, "classifier": args.classifier,
+                                "summary": rows, "results": verification.as_records(experiments)})
+    return 0

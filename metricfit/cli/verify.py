@@ -1,0 +1,157 @@
+"""``metricfit verify``: load a data set, compute its features, run the protocol, print the
+table (and write JSON, plots, score files)."""
+
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.utils import Bunch
+
+from .. import datasets
+from ..experiments import verification
+from ._output import _write_json
+from ._plot import _plot
+from ._progress import _Bar
+
+
+def _load(args):
+    """The data set as images (n, H, W) (or vectors), labels, and folds of fixed pairs."""
+    name = args.data
+    if name == "digits":
+        from sklearn.datasets import load_digits
+
+        digits = load_digits()
+        return Bunch(images=digits.images, labels=digits.target)
+    if name == "lfw":
+        return datasets.load_lfw_view2(args.data_home)
+    if name not in ("att", "yale") and not name.endswith(".npz"):
+        raise ValueError(f"unknown data set {name!r}; choose digits, att, lfw, yale or PATH.npz.")
+    data = getattr(datasets, f"load_{name}_faces")(args.data_home) if name in ("att", "yale") \
+        else datasets.load_labelled_npz(name)
+    pairs, y, pair_fold, image_fold = verification.labelled_folds(data.labels)
+    return Bunch(images=data.images, labels=data.labels, pairs=pairs, y=y, pair_fold=pair_fold,
+                 image_fold=image_fold)
+
+
+def _extractor(kind, height, width, lbp_block=10):
+    """The unfitted image descriptor of ``kind`` (without its sqrt- prefix), scaled down to
+    fit small images (block sides at most half the image, HOG cells at most a quarter, SIFT
+    patches at most the image)."""
+    from ..features import HOG, LBP, OCLBP, DenseSIFT, Gabor
+
+    side = lambda b: (min(b, max(height // 2, 1)), min(b, max(width // 2, 1)))  # noqa: E731
+    if kind == "lbp":
+        return LBP(block_size=side(lbp_block))
+    if kind == "oclbp":
+        return OCLBP([(*side(b), r) for b, r in ((10, 1), (14, 2), (18, 3))])
+    if kind == "hog":
+        return HOG(pixels_per_cell=(min(8, max(height // 4, 1)), min(8, max(width // 4, 1))))
+    if kind == "dsift":
+        bins = tuple(b for b in (4, 6, 8) if 4 * b <= min(height, width))
+        return DenseSIFT(bin_sizes=bins or (max(min(height, width) // 4, 1),))
+    return Gabor(block_size=side(10))
+
+
+def _features(images, kind, quiet, lbp_block=10):
+    """(n, d) float64 feature vectors of the images, computed once for the whole protocol."""
+    n = images.shape[0]
+    if kind in ("pixels", "sqrt"):
+        vectors = np.asarray(images.reshape(n, -1), dtype=np.float64)
+        if kind == "sqrt" and (vectors < 0).any():
+            raise ValueError("--features sqrt needs non-negative pixel values.")
+        return np.sqrt(vectors) if kind == "sqrt" else vectors
+    if images.ndim != 3:
+        raise ValueError(f"--features {kind} needs images (n, H, W), got shape {images.shape}.")
+    height, width = images.shape[1:]
+    extractor = _extractor(kind.removeprefix("sqrt-"), height, width, lbp_block).fit(images[:1])
+    out = np.empty((n, extractor.n_features_out_))
+    bar, chunk = _Bar(n, f"{kind} features", quiet), 512
+    for start in range(0, n, chunk):
+        out[start:start + chunk] = extractor.transform(images[start:start + chunk])
+        bar.step(n=min(chunk, n - start))
+    return np.sqrt(out) if kind.startswith("sqrt-") else out
+
+
+def _run(args, data, vectors, methods, lams, progress):
+    options = dict(methods=methods, lams=lams, max_iter=args.max_iter, progress=progress,
+                   fusion=args.fusion, snorm=args.snorm)
+    if args.data == "digits":
+        experiments = verification.run_digits(vectors, data.labels, n_components=args.n_components
+                                              or 32, n_repeats=args.repeats, **options)
+        return experiments, "digits: train/val/test pairs on disjoint images, shared classes"
+    unrestricted = args.setting == "unrestricted"
+    train = (verification.unrestricted_train_pairs(data.labels, data.image_fold, args.pairs)
+             if unrestricted else None)
+    experiments = verification.run_folds(vectors, data.pairs, data.y, data.pair_fold,
+                                         n_components=args.n_components or 100,
+                                         train_pairs=train, **options)
+    n, setting = len(experiments), args.setting or "restricted"
+    drawn = f"training pairs drawn from the identities of the training folds ({args.pairs} + " \
+        f"as many at most)" if unrestricted else "training on the fixed pairs of the folds"
+    if args.data == "lfw":
+        return experiments, f"LFW View 2 {setting} (seed 002 III.A): 10 experiments, 8/1/1 " \
+            "folds" + (f"; {drawn}" if unrestricted else "")
+    return experiments, (f"{Path(args.data).name} {setting}: {np.unique(data.labels).size} "
+                         f"identities in {n}"
+                         f" folds, {n} experiments {n - 2}/1/1 folds; {drawn}")
+
+
+def _check_back_end_flags(args):
+    """--snorm and --lbp-block: one-line errors naming the argument (exit 2)."""
+    if args.snorm is not None and args.snorm < 2:
+        raise ValueError(f"--snorm: the cohort needs at least 2 images, got {args.snorm}.")
+    if args.lbp_block < 2:
+        raise ValueError(f"--lbp-block: the LBP cell side must be >= 2 pixels, got "
+                         f"{args.lbp_block}.")
+
+
+def run(args):
+    methods = verification.resolve_methods(args.methods, args.similar_only)
+    lams = args.lams
+    if args.data == "digits" and args.setting:
+        raise ValueError("--setting applies to lfw, att, yale and npz data (fixed folds of "
+                         "pairs); digits has its own image-split protocol.")
+    if args.fusion and len(methods) < 2:
+        raise ValueError("--fusion needs at least two methods.")
+    _check_back_end_flags(args)
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ValueError("--plot: plots need matplotlib: pip install metricfit[plot]") from None
+    start = time.perf_counter()
+    threads = args.threads if args.threads is not None else (1 if args.data == "digits" else None)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(threads), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = _load(args)
+        vectors = _features(data.images, args.features, args.quiet, args.lbp_block)
+        n_experiments = args.repeats if args.data == "digits" else np.unique(data.pair_fold).size
+        bar = _Bar(n_experiments * (len(methods) * (1 + bool(args.snorm)) + args.fusion),
+                   "verify", args.quiet)
+        experiments, protocol = _run(args, data, vectors, methods, lams, lambda e, r: bar.step(
+            f"experiment {e + 1}: {r.method} {100 * r.accuracy:.2f} %"
+            + ("" if np.isnan(r.lam) else f" (lambda {r.lam:g})")))
+    rows = verification.summarise(experiments)
+    curves = verification.mean_curves(experiments)
+    seconds = time.perf_counter() - start
+    print(f"{protocol}; features {args.features}; mean +- SEM over {len(experiments)}; "
+          f"{seconds:.1f} s")
+    print(verification.format_table(rows, calibrated=args.calibrate))
+    if caught:
+        print(f"metricfit: {len(caught)} warning(s) while fitting, e.g. {caught[0].message}",
+              file=sys.stderr)
+    if args.json:
+        _write_json(args.json, {
+            "data": args.data, "features": args.features, "protocol": protocol,
+            "setting": None if args.data == "digits" else args.setting or "restricted",
+            "methods": methods, "fusion": args.fusion, "seconds": seconds, "summary": rows,
+            "results": verification.as_records(experiments), "curves": curves})
+    if args.plot:
+        _plot(args.plot, curves, rows, f"{protocol}; features {args.features}")
+    if args.scores:
+        verification.save_scores(args.scores, experiments, args.features)
+    return 0
