@@ -22,7 +22,7 @@ from pathlib import Path
 
 PACKAGE = "metricfit"
 # Documented on their own page (the command's options), not as Python API.
-SKIP_MODULES = {"metricfit.cli", "metricfit.fusion"}  # fusion: a temporary re-export shim
+SKIP_MODULES = {"metricfit.cli"}
 GENERATED = "generated"
 
 

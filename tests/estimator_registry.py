@@ -27,7 +27,7 @@ import numpy as np
 
 from metricfit import (CSML, DDML, LDML, NCA, PLDA, TSML, CosineSimilarity, MkNN, Siamese,
                        SiameseCNN)
-from metricfit.fusion import ScoreFusion
+from metricfit.learners.fusion import ScoreFusion
 
 VECTOR_PAIRS, INDEX_PAIRS, POINTS, IMAGE_PAIRS = ("vector_pairs", "index_pairs", "points",
                                                    "image_pairs")

@@ -43,7 +43,7 @@ def _exports():
     modules = [metricfit] + [
         importlib.import_module(f"metricfit.{info.name}")
         for info in pkgutil.iter_modules(metricfit.__path__)
-        if not info.name.startswith("_") and info.name not in ("cli", "fusion")  # fusion: shim
+        if not info.name.startswith("_") and info.name not in ("cli",)
     ]
     found, queue = {}, list(modules)
     while queue:

@@ -22,7 +22,6 @@ RANK = {
     "experiments": 3,
     "cli": 4,
 }
-SHIMS = {"fusion"}  # metricfit/fusion.py: a temporary re-export for tests/estimator_registry.py
 
 
 def _name(path):
@@ -69,7 +68,7 @@ def _room(module):
 
 
 def test_every_room_has_a_rank():
-    rooms = {_room(m) for m in MODULES} - {""} - SHIMS
+    rooms = {_room(m) for m in MODULES} - {""}
     assert rooms <= RANK.keys(), f"rooms without a rank: {rooms - RANK.keys()}"
 
 
@@ -77,13 +76,13 @@ def test_imports_run_one_way():
     upward = []
     for module, imported in GRAPH.items():
         room = _room(module)
-        if room == "" or room in SHIMS:
+        if room == "":
             continue
         for target in imported:
             other = _room(target)
             if other == room:
                 continue
-            if other == "" or other in SHIMS or RANK[other] > RANK[room]:
+            if other == "" or RANK[other] > RANK[room]:
                 upward.append(f"{module} -> {target}")
     assert not upward, "imports that run back up:\n" + "\n".join(sorted(upward))
 
@@ -138,16 +137,11 @@ def test_experiment_code_is_out_of_the_top_level(gone):
     assert not (PACKAGE / gone).exists()
 
 
-def test_fusion_is_among_the_learners_and_nothing_imports_the_shim():
+def test_fusion_is_among_the_learners():
     from metricfit.learners import ScoreFusion
 
     assert ScoreFusion.__module__ == "metricfit.learners.fusion"
-    shim = PACKAGE / "fusion.py"
-    if shim.exists():  # only re-exports, defines nothing
-        tree = ast.parse(shim.read_text())
-        assert not [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
-    importers = [m for m, imported in GRAPH.items() if "metricfit.fusion" in imported]
-    assert importers == []
+    assert not (PACKAGE / "fusion.py").exists()
 
 
 def test_the_pair_data_model_reads_no_files():
