@@ -26,7 +26,7 @@ from ..losses import ALIASES as LOSS_ALIASES
 from ..mappings import MAPPINGS, Mapping, l2_normalise, make_mapping
 from ..objective import make_objective
 from ..optim import minimize
-from ..pairs import check_pair_labels, check_pairs, check_points
+from ..pairs import check_pair_labels, check_points_or_pairs
 from ..pairs.index import IndexPairs, check_pair_input, normalised_points
 from ..whitening import WCCN
 from ._base import PairLearnerMixin, score_index_pairs
@@ -217,11 +217,7 @@ class SiameseLearner(SolverMixin, PairLearnerMixin, BaseEstimator):
     def transform(self, X):
         """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k) through the mapping."""
         check_is_fitted(self)
-        X = np.asarray(X)
-        if X.ndim == 3:
-            X = check_pairs(X, n_features=self.n_features_in_)
-        else:
-            X = check_points(X, n_features=self.n_features_in_)
+        X = check_points_or_pairs(X, n_features=self.n_features_in_)
         flat = self._normalised(X).reshape(-1, X.shape[-1])
         return self.mapping_.transform(self._theta(), flat).reshape(*X.shape[:-1], -1)
 

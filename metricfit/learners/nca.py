@@ -22,7 +22,7 @@ from ..mappings import MAPPINGS
 NCA_MAPPINGS = ("linear", "mlp", "tanh")  # point mappings on feature vectors
 from ..metrics import calibrate_threshold
 from ..optim import minimize
-from ..pairs import check_pairs, check_points
+from ..pairs import check_points, check_points_or_pairs
 from ._base import PairLearnerMixin
 
 N_CALIBRATION_PAIRS = 2000  # similar and as many dissimilar training pairs for threshold_
@@ -277,10 +277,6 @@ class NCA(PairLearnerMixin, BaseEstimator):
     def transform(self, X):
         """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k)."""
         check_is_fitted(self)
-        X = np.asarray(X)
-        if X.ndim == 3:
-            X = check_pairs(X, n_features=self.n_features_in_)
-        else:
-            X = check_points(X, n_features=self.n_features_in_)
+        X = check_points_or_pairs(X, n_features=self.n_features_in_)
         flat = X.reshape(-1, X.shape[-1])
         return self.mapping_.transform(self._theta(), flat).reshape(*X.shape[:-1], -1)

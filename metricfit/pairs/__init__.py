@@ -31,7 +31,8 @@ identity, protocols
     View 2 splitter and unrestricted pairs read files: they are in :mod:`metricfit.datasets`.
 """
 
-from .checks import FLOAT_DTYPES, check_pair_labels, check_pairs, check_points  # noqa: F401
+from .checks import (FLOAT_DTYPES, check_pair_labels, check_pairs, check_points,  # noqa: F401
+                     check_points_or_pairs)
 from .generation import (  # noqa: F401
     ENUMERATE_LIMIT, fold_pairs, sample_pairs, unrestricted_pairs,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "neighbourhood_pairs",
     "check_pairs",
     "check_points",
+    "check_points_or_pairs",
     "check_pair_labels",
     "check_pair_input",
     "IndexPairs",

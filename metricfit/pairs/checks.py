@@ -150,6 +150,15 @@ def check_points(X, *, n_features=None, dtype=None, reject_zero=False, what="X")
     return X
 
 
+def check_points_or_pairs(X, *, n_features=None):
+    """Points (n, d) or pairs (n, 2, d) for a ``transform`` that maps both: pairs when X is
+    3-D, points otherwise (each with its own checks and messages)."""
+    X = np.asarray(X)
+    if X.ndim == 3:
+        return check_pairs(X, n_features=n_features)
+    return check_points(X, n_features=n_features)
+
+
 def check_pair_labels(y, n_pairs, *, require_both=True, what="y"):
     """Map pair labels to the toolkit's coding ``s in {-1, +1}`` (int8).
 
