@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._validation import (Interval, PointOutputMixin, check_feature_names,
                           check_identity_labels, validate_params)
 from .pairs import check_pair_labels, check_pairs, check_points
-from .pairs.index import check_pair_input, pair_differences
+from .pairs.index import IndexPairs, check_pair_input, pair_differences
 
 __all__ = ["WPCA", "WCCN"]
 
@@ -352,10 +352,21 @@ class WCCN(_Whitener):
     def fit(self, X, y=None):
         """Fit on points with class labels, or on pairs with pair labels.
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_pairs, 2, n_features), or \
+                :class:`~metricfit.pairs.IndexPairs`
+            Points, vector pairs, or index pairs into their points (as
+            :meth:`fit_index_pairs`).
+        y : array-like of shape (n_samples,) or (n_pairs,)
+            Class labels of the points, or pair labels (1 = similar).
+
         Returns
         -------
         self : WCCN
         """
+        if isinstance(X, IndexPairs):
+            return self.fit_index_pairs(X.points, X.index, y)
         validate_params(self)
         if y is None:
             raise ValueError("WCCN requires y to be passed, but the target y is None.")

@@ -249,3 +249,58 @@ def test_zero_point_used_by_a_pair_raises_for_cosine_learners(data):
         TSML(preprocessor=zero).fit(index, y)
     unused = np.r_[points, np.zeros((1, 8))]  # a zero point no pair uses is fine
     TSML(max_iter=5, preprocessor=unused).fit(index, y)
+
+
+# -- The pairs room's helpers that the learners call instead of asking the pair kind --------
+
+
+def test_wccn_fit_takes_index_pairs(data):
+    from metricfit.pairs import IndexPairs
+
+    points, index, y = data
+    ref = WCCN().fit_index_pairs(points, index, y)
+    est = WCCN().fit(IndexPairs(points, index), y)
+    np.testing.assert_array_equal(est.components_, ref.components_)
+    with pytest.raises(ValueError, match="similar pair"):
+        WCCN().fit(IndexPairs(points, index), -np.ones(len(index)))
+
+
+def test_map_pair_vectors_and_score_pairs_agree_on_both_kinds(data):
+    from metricfit.mappings import l2_normalise
+    from metricfit.pairs.index import IndexPairs, map_pair_vectors, score_pairs
+
+    points, index, _ = data
+    vectors, pairs = gathered(points, index), IndexPairs(points, index)
+    mapped = map_pair_vectors(l2_normalise, pairs)
+    assert isinstance(mapped, IndexPairs) and mapped.index is index
+    np.testing.assert_allclose(gathered(mapped.points, index),
+                               map_pair_vectors(l2_normalise, vectors), rtol=1e-15)
+    W = np.random.default_rng(3).normal(size=(3, points.shape[1]))
+
+    def transform(X):
+        return X @ W.T
+
+    def score(a, b):
+        return np.sum(a * b, axis=1)
+
+    expected = score(vectors[:, 0] @ W.T, vectors[:, 1] @ W.T)
+    np.testing.assert_allclose(score_pairs(transform, score, vectors), expected, rtol=1e-12)
+    np.testing.assert_allclose(score_pairs(transform, score, pairs, chunk_size=7), expected,
+                               rtol=1e-12)
+
+
+def test_similar_pair_classes():
+    from metricfit.pairs.index import IndexPairs, similar_pair_classes
+
+    points = np.arange(12.0).reshape(6, 2)
+    index = np.array([[0, 1], [1, 2], [3, 4], [0, 5]])
+    s = np.array([1, 1, 1, -1])
+    X, codes = similar_pair_classes(IndexPairs(points, index), s)  # components {0,1,2}, {3,4}
+    np.testing.assert_array_equal(X, points[:5])
+    assert codes[0] == codes[1] == codes[2] != codes[3] == codes[4]
+    X, codes = similar_pair_classes(IndexPairs(points, index), s, singletons=True)
+    assert X.shape == (6, 2) and len(set(codes)) == 3  # point 5 a class of its own
+    X, codes = similar_pair_classes(gathered(points, index), s)  # each similar pair a class
+    np.testing.assert_array_equal(codes, [0, 0, 1, 1, 2, 2])
+    X, codes = similar_pair_classes(gathered(points, index), s, singletons=True)
+    np.testing.assert_array_equal(codes, [0, 0, 1, 1, 2, 2, 3, 4])

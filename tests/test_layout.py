@@ -149,3 +149,111 @@ def test_the_pair_data_model_reads_no_files():
         if _room(module) == "pairs":
             text = path.read_text()
             assert "np.load(" not in text and "open(" not in text, module
+
+
+# -- No learner branches on the kind of pairs or on the mapping's name (issue 11) ---------
+# The pair kind is asked in metricfit.pairs (map_pair_vectors, score_pairs, ...) and the
+# objective factory; the mapping answers for itself (is_matrix, fitted_attribute, ...).
+
+def _dotted(node):
+    """``a.b.c`` for a Name/Attribute chain, else ''."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""
+
+
+def _is_string(node):
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return bool(node.elts) and all(_is_string(e) for e in node.elts)
+    return False
+
+
+def _names_a_mapping(node):
+    return _dotted(node).split(".")[-1] in {"mapping", "mapping_"}
+
+
+def _kind_branches(source):
+    """(line, what) of every ``isinstance(..., IndexPairs)`` (alone or in a tuple) and every
+    comparison of a mapping (``mapping``, ``self.mapping``, ...) with a string."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and _dotted(node.func) == "isinstance"
+                and len(node.args) == 2):
+            kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            if any(_dotted(kind).split(".")[-1] == "IndexPairs" for kind in kinds):
+                found.append((node.lineno, "isinstance(..., IndexPairs)"))
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(map(_names_a_mapping, operands)) and any(map(_is_string, operands)):
+                found.append((node.lineno, "mapping compared with a string"))
+    return found
+
+
+LEARNER_MODULES = sorted((PACKAGE / "learners").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", LEARNER_MODULES, ids=lambda p: p.name)
+def test_no_learner_branches_on_the_pair_kind_or_the_mapping_name(path):
+    assert _kind_branches(path.read_text()) == [], path.name
+
+
+def test_the_branch_finder_finds_planted_branches():
+    planted = (
+        "def f(self, pairs, mapping):\n"
+        "    if isinstance(pairs, IndexPairs):\n"
+        "        pass\n"
+        "    if isinstance(pairs, (np.ndarray, index.IndexPairs)):\n"
+        "        pass\n"
+        "    if self.mapping == 'linear':\n"
+        "        pass\n"
+        "    if 'mlp' != mapping:\n"
+        "        pass\n"
+        "    return self.mapping_ in ('tanh', 'mlp')\n"
+    )
+    assert [line for line, _ in _kind_branches(planted)] == [2, 4, 6, 8, 10]
+    clean = (
+        "def f(self, pairs, mapping):\n"
+        "    if isinstance(mapping, Mapping) and mapping.is_matrix:\n"
+        "        pass\n"
+        "    return self.solver == 'lbfgs' and isinstance(pairs, np.ndarray)\n"
+    )
+    assert _kind_branches(clean) == []
+
+
+# -- fit stays short: validate, build the objective, minimise, unpack (issue 11) ----------
+
+MAX_FIT_LINES = 60
+FIT_MODULES = sorted([*(PACKAGE / "learners").glob("*.py"), *(PACKAGE / "backend").glob("*.py"),
+                      PACKAGE / "whitening.py"])
+
+
+def _long_fits(source, limit=MAX_FIT_LINES):
+    """(class, lines) of every ``fit`` method longer than ``limit`` lines (docstring
+    included)."""
+    found = []
+    for cls in ast.walk(ast.parse(source)):
+        if isinstance(cls, ast.ClassDef):
+            for node in cls.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "fit":
+                    lines = node.end_lineno - node.lineno + 1
+                    if lines > limit:
+                        found.append((cls.name, lines))
+    return found
+
+
+@pytest.mark.parametrize("path", FIT_MODULES, ids=lambda p: p.parent.name + "/" + p.name)
+def test_every_fit_is_at_most_60_lines(path):
+    assert _long_fits(path.read_text()) == [], path.name
+
+
+def test_the_fit_length_check_finds_a_long_fit():
+    body = "".join(f"        x{i} = {i}\n" for i in range(60))
+    source = ("class Long:\n    def fit(self, X):\n" + body
+              + "class Short:\n    def fit(self, X):\n        return self\n"
+              + "def fit(X):\n" + body)  # a function, not a method: not counted
+    assert _long_fits(source) == [("Long", 61)]

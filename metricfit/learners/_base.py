@@ -18,9 +18,7 @@ from .. import metrics
 from ..losses._scores import cosine_rows, squared_distances  # noqa: F401 (re-exported)
 from ..pairs import check_pair_labels
 from ..pairs.checks import pair_classes
-from ..pairs.index import (
-    CHUNK_SIZE, IndexPairs, check_pair_input, is_dask, pair_blocks, read_rows, row_blocks,
-)
+from ..pairs.index import check_pair_input, largest_entry, score_pairs
 
 
 def validation_split(s, validation_fraction, random_state):
@@ -41,19 +39,6 @@ def validation_accuracy(s, scores):
     return metrics.max_decision_accuracy(s, scores)[0]
 
 
-def _largest_entry(pairs, points=None):
-    if isinstance(pairs, IndexPairs):
-        data = pairs.points
-    elif points is not None and np.ndim(pairs) == 2:  # index pairs as given: rows of points
-        data = points
-    else:
-        data = pairs
-    try:
-        return float(np.max(np.abs(np.asarray(data, dtype=np.float64))))
-    except (TypeError, ValueError):
-        return float("nan")
-
-
 def finite_scores(scores, pairs, what="pairs", points=None):
     """``scores``, or a ValueError naming the input when a score is NaN or infinite: finite
     inputs whose scores lie beyond the float range (squared distances of entries ~1e155
@@ -61,39 +46,11 @@ def finite_scores(scores, pairs, what="pairs", points=None):
     scores = np.asarray(scores)
     if np.isfinite(scores).all():
         return scores
-    top = _largest_entry(pairs, points)
+    top = largest_entry(pairs, points)
     raise ValueError(
         f"{what} have entries up to {top:.3g}: their scores are beyond the "
         f"{np.asarray(scores).dtype} range (not finite). Rescale them (e.g. divide by "
         f"{top:.3g}, or StandardScaler) before scoring or fitting.")
-
-
-def embed_points(transform, points):
-    """``transform`` of every point (n_points, k), a block of rows at a time."""
-    n, d = points.shape
-    blocks = row_blocks(n, d, np.dtype(points.dtype).itemsize)
-    if type(points) is np.ndarray:
-        blocks = [slice(0, n)]  # in memory: one product, no concatenation
-    embedded = [np.asarray(transform(read_rows(points, rows, points.dtype))) for rows in blocks]
-    return embedded[0] if len(embedded) == 1 else np.concatenate(embedded)
-
-
-def score_index_pairs(transform, score, pairs, chunk_size=CHUNK_SIZE):
-    """``score(E[p_i], E[q_i])`` for :class:`IndexPairs`, with ``E = transform(points)``.
-
-    The points are embedded once (only those the pairs use when there are fewer pairs than
-    points); pairs are gathered ``chunk_size`` at a time, so memory is O(n_points k).
-    """
-    points, index = pairs.points, pairs.index
-    if is_dask(index):
-        index = np.asarray(index)  # one compute, not one per chunk
-    if 2 * index.shape[0] < points.shape[0]:
-        used, local = np.unique(np.asarray(index), return_inverse=True)
-        points, index = read_rows(points, used, points.dtype), local.reshape(-1, 2)
-    E = embed_points(transform, points)  # (n_points, k)
-    scores = [score(E[np.asarray(index[rows, 0])], E[np.asarray(index[rows, 1])])
-              for rows in pair_blocks(index.shape[0], chunk_size)]
-    return np.concatenate(scores)
 
 
 @dataclass(slots=True)
@@ -212,7 +169,8 @@ class PairLearnerMixin(PairClassifierMixin, TransformerMixin):
         return copy.set_params(preprocessor=points)
 
     def _check_pairs(self, pairs, reject_zero=True):  # noqa: D102
-        """Fitted check; vector pairs (n, 2, d) or :class:`IndexPairs` into the preprocessor."""
+        """Fitted check; vector pairs (n, 2, d) or index pairs into the preprocessor
+        (:class:`~metricfit.pairs.IndexPairs`)."""
         check_is_fitted(self)
         distance = self._score_kind == "distance" and not getattr(self, "normalize", False)
         reject_zero = reject_zero and not distance  # a zero vector has a distance
@@ -234,11 +192,7 @@ class PairLearnerMixin(PairClassifierMixin, TransformerMixin):
         """
         pairs = self._check_pairs(pairs)
         with np.errstate(over="ignore", invalid="ignore"):  # reported by finite_scores
-            if isinstance(pairs, IndexPairs):
-                scores = score_index_pairs(self.transform, self._score_embedded, pairs)
-            else:
-                embedded = self.transform(pairs)  # (n, 2, k)
-                scores = self._score_embedded(embedded[:, 0], embedded[:, 1])
+            scores = score_pairs(self.transform, self._score_embedded, pairs)
         return finite_scores(scores, pairs)
 
     def _score_embedded(self, a, b):
@@ -246,3 +200,17 @@ class PairLearnerMixin(PairClassifierMixin, TransformerMixin):
             return cosine_rows(a, b)
         return -squared_distances(a, b)
 
+
+class FittedMappingMixin:
+    """A learner whose fitted map is a :class:`metricfit.mappings.Mapping`: ``mapping_``,
+    and its parameters in the attribute the mapping names (``mapping.fitted_attribute``:
+    ``components_`` for ``Linear``, the flat ``params_`` otherwise)."""
+
+    def _unpack(self, mapping, theta):
+        self.mapping_ = mapping
+        for name in {"components_", "params_"} - {mapping.fitted_attribute}:
+            self.__dict__.pop(name, None)
+        setattr(self, mapping.fitted_attribute, mapping.as_attribute(theta))
+
+    def _theta(self):
+        return np.ravel(getattr(self, self.mapping_.fitted_attribute))

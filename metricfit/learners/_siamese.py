@@ -27,9 +27,9 @@ from ..mappings import MAPPINGS, Mapping, l2_normalise, make_mapping
 from ..objective import make_objective
 from ..optim import minimize
 from ..pairs import check_pair_labels, check_points_or_pairs
-from ..pairs.index import IndexPairs, check_pair_input, normalised_points
+from ..pairs.index import check_pair_input, map_pair_vectors, pairs_as_given, score_pairs
 from ..whitening import WCCN
-from ._base import PairLearnerMixin, score_index_pairs
+from ._base import FittedMappingMixin, PairLearnerMixin
 from ._params_doc import SIAMESE_ATTRIBUTES, SIAMESE_PARAMETERS
 from ._solver import DEFAULT_MAX_ITER, N_TRAIN_SCORE_PAIRS, SOLVER_CONSTRAINTS, SolverMixin
 
@@ -41,7 +41,14 @@ def _rows(pairs, mask):
     return pairs if mask.all() else pairs[mask]
 
 
-class SiameseLearner(SolverMixin, PairLearnerMixin, BaseEstimator):
+def _rowwise(mapping, theta):
+    """``X -> f(X, theta)`` for points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k)."""
+    def transform(X):
+        return mapping.transform(theta, X.reshape(-1, X.shape[-1])).reshape(*X.shape[:-1], -1)
+    return transform
+
+
+class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEstimator):
     """Base of the learners built on one mapping, one pair loss and one optimizer.
 
     Subclasses name their loss through ``_loss_spec() -> (name or module, params)``.
@@ -142,18 +149,14 @@ class SiameseLearner(SolverMixin, PairLearnerMixin, BaseEstimator):
         self._unpack(mapping, result.x.astype(pairs.dtype))
         self.n_iter_ = int(result.nit)
         self.curves_ = getattr(result, "curves", None)
-        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)._adopt_coding(y)
+        return self.calibrate_threshold(pairs_as_given(pairs), s)._adopt_coding(y)
 
     def _warm(self, mapping):
         """Warm start only from a previous fit of the same mapping and sizes."""
         return self.warm_start and repr(getattr(self, "mapping_", None)) == repr(mapping)
 
     def _normalised(self, X):
-        if not self.normalize:
-            return X
-        if isinstance(X, IndexPairs):
-            return X.with_points(normalised_points(X.points, l2_normalise))
-        return l2_normalise(X.reshape(-1, X.shape[-1])).reshape(X.shape)
+        return map_pair_vectors(l2_normalise, X) if self.normalize else X
 
     def _initial_params(self, mapping, pairs, s, dtype):
         """(start, regulariser target). 'auto': the mapping's own start (linear: identity
@@ -171,8 +174,7 @@ class SiameseLearner(SolverMixin, PairLearnerMixin, BaseEstimator):
         elif isinstance(init, str):  # 'wccn': each similar pair a class (seed 002 III.D)
             wccn = WCCN(n_components=mapping.n_components)
             try:
-                wccn = (wccn.fit_index_pairs(pairs.points, pairs.index, s)
-                        if isinstance(pairs, IndexPairs) else wccn.fit(pairs, s))
+                wccn = wccn.fit(pairs, s)  # vector or index pairs
             except ValueError:  # WCCN's advice names WCCN's parameters, not this learner's
                 raise ValueError(
                     f"init='wccn': the within-class covariance of the {int(np.sum(s == 1))} "
@@ -203,35 +205,20 @@ class SiameseLearner(SolverMixin, PairLearnerMixin, BaseEstimator):
         pairs = inputs[rows]
         return lambda theta: self._embedded_scores(mapping, theta, pairs)
 
-    def _unpack(self, mapping, theta):
-        self.mapping_ = mapping
-        for name in {"components_", "params_"} - {mapping.fitted_attribute}:
-            self.__dict__.pop(name, None)
-        setattr(self, mapping.fitted_attribute, mapping.as_attribute(theta))
-
-    def _theta(self):
-        return np.ravel(getattr(self, self.mapping_.fitted_attribute))
-
     # -- the learned map and scores --------------------------------------------------------
 
     def transform(self, X):
         """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k) through the mapping."""
         check_is_fitted(self)
         X = check_points_or_pairs(X, n_features=self.n_features_in_)
-        flat = self._normalised(X).reshape(-1, X.shape[-1])
-        return self.mapping_.transform(self._theta(), flat).reshape(*X.shape[:-1], -1)
+        return _rowwise(self.mapping_, self._theta())(self._normalised(X))
 
     def _score_embedded(self, a, b):
         loss, params = self._loss()
         return loss.pair_score(a, b, **params)
 
     def _embedded_scores(self, mapping, theta, pairs):
-        if isinstance(pairs, IndexPairs):
-            return score_index_pairs(functools.partial(mapping.transform, theta),
-                                     self._score_embedded, pairs)
-        flat = mapping.transform(theta, pairs.reshape(-1, pairs.shape[-1]))
-        embedded = flat.reshape(pairs.shape[0], 2, -1)
-        return self._score_embedded(embedded[:, 0], embedded[:, 1])
+        return score_pairs(_rowwise(mapping, theta), self._score_embedded, pairs)
 
 
 _LOSS_NAMES = ",\n        ".join(f"'{name}'" for name in PAIR_LOSSES)

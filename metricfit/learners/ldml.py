@@ -15,8 +15,9 @@ from ..objective import make_metric_objective
 from ..optim import minimize
 from ..optim.projected import ScaledObjective, minimize_projected, project_diagonal, project_psd
 from ..pairs import check_pair_labels, check_pairs, check_points
-from ..pairs.index import IndexPairs, check_pair_input, pair_differences
-from ._base import PairLearnerMixin, finite_scores, score_index_pairs
+from ..losses.ldml import metric_distances
+from ..pairs.index import check_pair_input, pair_differences, pairs_as_given
+from ._base import PairLearnerMixin, finite_scores
 from ._solver import SOLVER_CONSTRAINTS, SolverMixin
 
 NEGATIVE_EIGENVALUE_RTOL = 1e-6  # an eigenvalue below -rtol * max|eigenvalue| is "negative"
@@ -175,7 +176,7 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
                           f"{w[-1]:.3g}): transform and components_ give its PSD part only "
                           "(pair_score uses metric_). Use constraint='psd' to embed it exactly.")
         self.n_iter_ = int(result.nit)
-        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)._adopt_coding(y)
+        return self.calibrate_threshold(pairs_as_given(pairs), s)._adopt_coding(y)
 
     def _start(self, pairs, d):
         """theta0 = [M0, b0]: the previous fit (warm start) or init with b0 = median d_M0."""
@@ -246,20 +247,3 @@ def _difference_rms(pairs):
     for delta in pair_differences(pairs, dtype=np.float64):  # (m, d)
         total = total + np.einsum("ij,ij->j", delta, delta)
     return np.sqrt(total / len(pairs))
-
-
-def metric_distances(M, pairs):
-    """``d_M(x_i, y_i) = delta_i^T M delta_i`` (n_pairs,) for vector pairs or
-    :class:`IndexPairs`; for the latter from the rows ``[x M, x]`` of the points
-    (:func:`metricfit.losses.ldml.metric_embedding`): O(d) per pair after one GEMM."""
-    if isinstance(pairs, IndexPairs):
-        d = M.shape[0]
-
-        def rowwise(first, second):
-            diff = first - second  # (m, 2d): [delta M, delta]
-            return np.einsum("ij,ij->i", diff[:, :d], diff[:, d:])
-
-        return score_index_pairs(
-            lambda X: ldml_loss.metric_embedding(X, M.astype(X.dtype)), rowwise, pairs)
-    D = pairs[:, 0] - pairs[:, 1]
-    return np.einsum("ij,ij->i", D @ M.astype(D.dtype), D)

@@ -17,13 +17,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, StrOptions, validate_params
 from ..losses import nca
-from ..mappings import MAPPINGS
+from ..mappings import make_mapping
 
 NCA_MAPPINGS = ("linear", "mlp", "tanh")  # point mappings on feature vectors
 from ..metrics import calibrate_threshold
 from ..optim import minimize
 from ..pairs import check_points, check_points_or_pairs
-from ._base import PairLearnerMixin
+from ._base import FittedMappingMixin, PairLearnerMixin
 
 N_CALIBRATION_PAIRS = 2000  # similar and as many dissimilar training pairs for threshold_
 
@@ -71,7 +71,7 @@ def calibration_pairs(codes, n_pairs, rng):
     return pairs, np.repeat([1, -1], n_pairs)
 
 
-class NCA(PairLearnerMixin, BaseEstimator):
+class NCA(FittedMappingMixin, PairLearnerMixin, BaseEstimator):
     r"""Neighbourhood Components Analysis (Goldberger et al. 2004, seed 003): the mapping
     that maximises the expected number of points whose softmax-picked neighbour shares
     their identity.
@@ -195,11 +195,12 @@ class NCA(PairLearnerMixin, BaseEstimator):
         X = check_points(X)
         codes = check_identity_labels(y, X.shape[0])
         self.n_features_in_ = X.shape[1]
-        mapping = self._make_mapping()
+        mapping = make_mapping(self.mapping, self.n_features_in_, self.n_components,
+                               self.n_hidden)
         theta0 = self._initial_params(mapping, X)
         objective = nca.objective(mapping, X, codes, self.block_rows)
         result = minimize(objective, theta0, solver="lbfgs", max_iter=self.max_iter,
-                          tol=self.tol, callback=self._on_iteration())
+                          tol=self.tol, callback=self._on_iteration(mapping))
         if not result.success:
             warnings.warn(f"[NCA] L-BFGS did not converge after {result.nit} iterations: "
                           f"{result.message}. Increase max_iter or tol.", ConvergenceWarning)
@@ -210,20 +211,11 @@ class NCA(PairLearnerMixin, BaseEstimator):
         self.threshold_ = float(calibrate_threshold(s, self.pair_score(X[pairs])))
         return self
 
-    def _make_mapping(self):
-        d = self.n_features_in_
-        k = d if self.n_components is None else self.n_components
-        if self.mapping == "linear" and k > d:
-            raise ValueError(f"n_components={k} must be <= n_features={d} for mapping='linear'.")
-        if self.mapping == "mlp":
-            return MAPPINGS["mlp"](d, self.n_hidden or k, k)
-        return MAPPINGS[self.mapping](d, k)
-
     def _initial_params(self, mapping, X):
         init = self.init
         if not isinstance(init, str):
             return self._array_init(mapping).astype(X.dtype)
-        if self.mapping != "linear":
+        if not mapping.is_matrix:
             if init != "auto":
                 raise ValueError(f"init={init!r} needs mapping='linear'; use 'auto' or an array.")
             return mapping.init(self.random_state).astype(X.dtype)
@@ -236,8 +228,7 @@ class NCA(PairLearnerMixin, BaseEstimator):
 
     def _array_init(self, mapping):
         theta = np.asarray(self.init, dtype=np.float64)
-        expected = ((mapping.n_components, mapping.n_features) if self.mapping == "linear"
-                    else (mapping.n_params,))
+        expected = np.shape(mapping.as_attribute(np.zeros(mapping.n_params)))
         if theta.shape != expected:
             raise ValueError(f"init must have shape {expected} for mapping={self.mapping!r}, "
                              f"got {theta.shape}.")
@@ -245,7 +236,7 @@ class NCA(PairLearnerMixin, BaseEstimator):
             raise ValueError("init contains NaN or infinity.")
         return theta.ravel()
 
-    def _on_iteration(self):
+    def _on_iteration(self, mapping):
         if not (self.verbose or self.callback):
             return None
 
@@ -253,22 +244,9 @@ class NCA(PairLearnerMixin, BaseEstimator):
             if self.verbose:
                 print(f"[NCA] iteration {n_iter:6d}  cost {J:.6f}")
             if self.callback is not None:
-                linear = self.mapping == "linear"
-                self.callback(theta.reshape(-1, self.n_features_in_) if linear else theta, n_iter)
+                self.callback(mapping.as_attribute(theta), n_iter)
 
         return report
-
-    def _unpack(self, mapping, theta):
-        self.mapping_ = mapping
-        if self.mapping == "linear":
-            self.components_ = theta.reshape(mapping.n_components, mapping.n_features)
-            self.__dict__.pop("params_", None)
-        else:
-            self.params_ = theta
-            self.__dict__.pop("components_", None)
-
-    def _theta(self):
-        return self.components_.ravel() if self.mapping == "linear" else self.params_
 
     def _check_pairs(self, pairs, reject_zero=False):
         """Zero vectors are fine: pairs are scored by a distance."""

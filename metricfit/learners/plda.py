@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import Interval, StrOptions, validate_params
 from ..backend import plda as core
 from ..pairs import check_pair_labels, check_pairs, check_points
-from ..pairs.index import IndexPairs, check_pair_input, read_rows
+from ..pairs.index import check_pair_input, pairs_as_given, similar_pair_classes
 from ._base import PairLearnerMixin
 
 DISSIMILAR = ("ignore", "singletons")
@@ -109,13 +109,12 @@ class PLDA(PairLearnerMixin, BaseEstimator):
             return self.fit_points(X, y)
         pairs = check_pair_input(X, self.preprocessor)
         s = check_pair_labels(y, pairs.shape[0], require_both=False)
-        if isinstance(pairs, IndexPairs):
-            points, codes = self._index_pair_classes(pairs, s)
-        else:
-            points, codes = self._pair_classes(pairs, s)
-        self._fit_classes(points, codes)
+        if not np.any(s == 1):
+            raise ValueError("PLDA needs similar pairs to train on: every pair is dissimilar.")
+        self._fit_classes(*similar_pair_classes(
+            pairs, s, singletons=self.dissimilar_pairs == "singletons"))
         if np.unique(s).size == 2:
-            return self.calibrate_threshold(getattr(pairs, "index", pairs), s)._adopt_coding(y)
+            return self.calibrate_threshold(pairs_as_given(pairs), s)._adopt_coding(y)
         self.threshold_ = 0.0
         return self
 
@@ -127,33 +126,6 @@ class PLDA(PairLearnerMixin, BaseEstimator):
         self._fit_classes(X, codes)
         self.threshold_ = 0.0
         return self
-
-    def _pair_classes(self, pairs, s):
-        similar = pairs[s == 1]
-        if similar.shape[0] == 0:
-            raise ValueError("PLDA needs similar pairs to train on: every pair is dissimilar.")
-        points = [similar.reshape(-1, pairs.shape[2])]
-        codes = [np.repeat(np.arange(similar.shape[0]), 2)]
-        if self.dissimilar_pairs == "singletons":
-            other = pairs[s != 1].reshape(-1, pairs.shape[2])
-            points.append(other)
-            codes.append(similar.shape[0] + np.arange(other.shape[0]))
-        return np.concatenate(points), np.concatenate(codes)
-
-    def _index_pair_classes(self, pairs, s):
-        from scipy.sparse import coo_array
-        from scipy.sparse.csgraph import connected_components
-
-        index = np.asarray(pairs.index)
-        similar = index[s == 1]
-        if similar.shape[0] == 0:
-            raise ValueError("PLDA needs similar pairs to train on: every pair is dissimilar.")
-        used = np.unique(similar if self.dissimilar_pairs == "ignore" else index)
-        local = np.searchsorted(used, similar)
-        graph = coo_array((np.ones(local.shape[0]), (local[:, 0], local[:, 1])),
-                          shape=(used.size, used.size))
-        _, codes = connected_components(graph, directed=False)
-        return np.asarray(read_rows(pairs.points, used, pairs.points.dtype)), codes
 
     def _fit_classes(self, X, codes):
         n, d = X.shape

@@ -56,11 +56,12 @@ import numpy as np
 from numba import njit
 
 from ..pairs import check_points
+from ..pairs.index import IndexPairs, score_index_pairs
 from ._index import check_index_pair_data, make_passes
 from ._linear import CHUNK_SIZE, _float_dtype, check_pair_data
 
 __all__ = ["cost_grad", "objective", "index_objective", "pair_probability", "pack", "unpack",
-           "metric_embedding", "LDMLObjective", "LDMLIndexObjective"]
+           "metric_embedding", "metric_distances", "LDMLObjective", "LDMLIndexObjective"]
 
 
 @njit(cache=True)
@@ -361,3 +362,22 @@ def index_objective(points, index, s, lam=0.0, chunk_size=CHUNK_SIZE):
     ``f(theta) -> (J, g)`` on the flat ``theta = [M.ravel(), b]`` (see
     :class:`LDMLIndexObjective`)."""
     return LDMLIndexObjective(points, index, s, lam=lam, chunk_size=chunk_size)
+
+
+def metric_distances(M, pairs):
+    """``d_M(x_i, y_i) = delta_i^T M delta_i`` (n_pairs,) for validated vector pairs or
+    :class:`~metricfit.pairs.IndexPairs`: the prepared form of each, as for the objective
+    (:func:`objective` / :func:`index_objective`). Vector pairs: ``rowsum((D M) * D)`` with
+    ``D = X1 - X2``; index pairs: from the rows ``[x M, x]`` of the points
+    (:func:`metric_embedding`), O(d) per pair after one GEMM over the points."""
+    if isinstance(pairs, IndexPairs):
+        d = M.shape[0]
+
+        def rowwise(first, second):
+            diff = first - second  # (m, 2d): [delta M, delta]
+            return np.einsum("ij,ij->i", diff[:, :d], diff[:, d:])
+
+        return score_index_pairs(
+            lambda X: metric_embedding(X, M.astype(X.dtype)), rowwise, pairs)
+    D = pairs[:, 0] - pairs[:, 1]
+    return np.einsum("ij,ij->i", D @ M.astype(D.dtype), D)

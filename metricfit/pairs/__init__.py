@@ -18,7 +18,10 @@ checks
 index
     Index pairs (n_pairs, 2) into a points array (in memory, memmap or Dask):
     :func:`check_pair_input` (vector or index pairs, the learners' entry),
-    :class:`IndexPairs`, and the three passes of an objective over them.
+    :class:`IndexPairs`, and the three passes of an objective over them. It is also the one
+    place that asks which kind of pairs it has: ``map_pair_vectors``, ``score_pairs``,
+    ``pair_differences``, ``similar_pair_classes``, ``pairs_as_given`` work on either kind,
+    so that no learner branches on it.
 generation
     :func:`sample_pairs`; :func:`fold_pairs` (pairs within folds, the restricted setting)
     and :func:`unrestricted_pairs` (pairs among training samples, the unrestricted setting).

@@ -32,7 +32,8 @@ __all__ = ["is_dask", "is_index_pairs", "check_point_store", "check_index_pairs"
            "check_index_pair_data", "row_blocks", "read_rows", "pair_blocks",
            "scatter_add_rows", "gradient_rows", "SerialPasses", "IndexPairs",
            "NormalisedRows", "normalised_points", "check_pair_input", "check_nonzero_points",
-           "pair_differences"]
+           "pair_differences", "map_pair_vectors", "embed_points", "score_index_pairs",
+           "score_pairs", "pairs_as_given", "largest_entry", "similar_pair_classes"]
 
 POINT_BLOCK_BYTES = 32 * 2**20  # rows of a point store read per block (~32 MB)
 CHUNK_SIZE = 8192  # index pairs per chunk of the pair pass
@@ -186,7 +187,8 @@ def scatter_add_rows(R, rows, D, weight):  # pragma: no cover (compiled)
 
 
 def normalised_points(points, normalise):
-    """The points with L2-normalised rows: a copy in memory, per block for a streamed store
+    """The points with rows mapped by ``normalise`` (a row-wise map that keeps the width,
+    e.g. L2 normalisation): a copy in memory, per block for a streamed store
     (:class:`NormalisedRows`) or per chunk for a Dask array, never loading either."""
     if is_dask(points):
         return points.rechunk({1: -1}).map_blocks(normalise, dtype=points.dtype)
@@ -374,3 +376,132 @@ def pair_differences(pairs, chunk_size=CHUNK_SIZE, dtype=None):
                    - read_rows(pairs.points, index[:, 1], dtype))
         else:
             yield np.asarray(pairs[rows, 0], dtype=dtype) - pairs[rows, 1]
+
+
+# -- What the learners do to pairs of either kind (the one place that asks which kind) ----
+
+
+def map_pair_vectors(f, pairs):
+    """Apply the row-wise map ``f`` ((m, d) -> (m, d)) to every vector of ``pairs``.
+
+    Vector pairs (n, 2, d), or points (n, d): ``f`` of the flattened rows, same shape back.
+    :class:`IndexPairs`: the same pairs into the mapped points (:func:`normalised_points`:
+    block by block for a streamed store, per chunk for a Dask array, never loaded).
+    """
+    if isinstance(pairs, IndexPairs):
+        return pairs.with_points(normalised_points(pairs.points, f))
+    return f(pairs.reshape(-1, pairs.shape[-1])).reshape(pairs.shape)
+
+
+def embed_points(transform, points):
+    """``transform`` of every point (n_points, k), a block of rows at a time."""
+    n, d = points.shape
+    blocks = row_blocks(n, d, np.dtype(points.dtype).itemsize)
+    if type(points) is np.ndarray:
+        blocks = [slice(0, n)]  # in memory: one product, no concatenation
+    embedded = [np.asarray(transform(read_rows(points, rows, points.dtype))) for rows in blocks]
+    return embedded[0] if len(embedded) == 1 else np.concatenate(embedded)
+
+
+def score_index_pairs(transform, score, pairs, chunk_size=CHUNK_SIZE):
+    """``score(E[p_i], E[q_i])`` for :class:`IndexPairs`, with ``E = transform(points)``.
+
+    The points are embedded once (only those the pairs use when there are fewer pairs than
+    points); pairs are gathered ``chunk_size`` at a time, so memory is O(n_points k).
+    """
+    points, index = pairs.points, pairs.index
+    if is_dask(index):
+        index = np.asarray(index)  # one compute, not one per chunk
+    if 2 * index.shape[0] < points.shape[0]:
+        used, local = np.unique(np.asarray(index), return_inverse=True)
+        points, index = read_rows(points, used, points.dtype), local.reshape(-1, 2)
+    E = embed_points(transform, points)  # (n_points, k)
+    scores = [score(E[np.asarray(index[rows, 0])], E[np.asarray(index[rows, 1])])
+              for rows in pair_blocks(index.shape[0], chunk_size)]
+    return np.concatenate(scores)
+
+
+def score_pairs(transform, score, pairs, chunk_size=CHUNK_SIZE):
+    """``score(f(x_i), f(y_i))`` (n_pairs,) for vector pairs or :class:`IndexPairs`.
+
+    Parameters
+    ----------
+    transform : callable
+        The map f: points (m, d) -> (m, k) and vector pairs (n, 2, d) -> (n, 2, k).
+    score : callable
+        ``score(a, b)`` of two (m, k) embeddings -> (m,).
+    pairs : ndarray of shape (n_pairs, 2, d) or IndexPairs
+        Validated. Vector pairs are mapped in one call; index pairs through
+        :func:`score_index_pairs` (the points embedded once, pairs gathered in chunks).
+    """
+    if isinstance(pairs, IndexPairs):
+        return score_index_pairs(transform, score, pairs, chunk_size)
+    embedded = transform(pairs)  # (n, 2, k)
+    return score(embedded[:, 0], embedded[:, 1])
+
+
+def pairs_as_given(pairs):
+    """The pairs as the estimators' public methods take them: the (n_pairs, 2) index of
+    :class:`IndexPairs` (into the estimator's ``preprocessor``), vector pairs unchanged."""
+    return pairs.index if isinstance(pairs, IndexPairs) else pairs
+
+
+def largest_entry(pairs, points=None):
+    """The largest |entry| of the vectors of ``pairs`` (for error messages), NaN if the
+    input is not numeric: vector pairs, :class:`IndexPairs`, or raw (n_pairs, 2) index
+    pairs into ``points``."""
+    if isinstance(pairs, IndexPairs):
+        data = pairs.points
+    elif points is not None and np.ndim(pairs) == 2:  # index pairs as given: rows of points
+        data = points
+    else:
+        data = pairs
+    try:
+        return float(np.max(np.abs(np.asarray(data, dtype=np.float64))))
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def similar_pair_classes(pairs, s, singletons=False):
+    """Points and class codes from labelled pairs, for estimators fitted on classes (PLDA).
+
+    Vector pairs: each similar pair is a class of two points. :class:`IndexPairs`: the
+    classes are the connected components of the graph of similar pairs over the points
+    (a point in several similar pairs is one point of one class). ``singletons``: the
+    points of the dissimilar pairs are added, each a class of its own (vector pairs) or,
+    for index pairs, as components of their own unless a similar pair links them.
+
+    Parameters
+    ----------
+    pairs : ndarray of shape (n_pairs, 2, d) or IndexPairs, validated
+    s : ndarray of shape (n_pairs,), in {-1, +1}, with at least one similar pair
+
+    Returns
+    -------
+    points : ndarray of shape (n_samples, d)
+    codes : ndarray of shape (n_samples,), int
+    """
+    if isinstance(pairs, IndexPairs):
+        return _index_pair_classes(pairs, s, singletons)
+    similar = pairs[s == 1]
+    points = [similar.reshape(-1, pairs.shape[2])]
+    codes = [np.repeat(np.arange(similar.shape[0]), 2)]
+    if singletons:
+        other = pairs[s != 1].reshape(-1, pairs.shape[2])
+        points.append(other)
+        codes.append(similar.shape[0] + np.arange(other.shape[0]))
+    return np.concatenate(points), np.concatenate(codes)
+
+
+def _index_pair_classes(pairs, s, singletons):
+    from scipy.sparse import coo_array
+    from scipy.sparse.csgraph import connected_components
+
+    index = np.asarray(pairs.index)
+    similar = index[s == 1]
+    used = np.unique(index if singletons else similar)
+    local = np.searchsorted(used, similar)
+    graph = coo_array((np.ones(local.shape[0]), (local[:, 0], local[:, 1])),
+                      shape=(used.size, used.size))
+    _, codes = connected_components(graph, directed=False)
+    return np.asarray(read_rows(pairs.points, used, pairs.points.dtype)), codes
