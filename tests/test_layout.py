@@ -178,8 +178,9 @@ def _names_a_mapping(node):
 
 
 def _kind_branches(source):
-    """(line, what) of every ``isinstance(..., IndexPairs)`` (alone or in a tuple) and every
-    comparison of a mapping (``mapping``, ``self.mapping``, ...) with a string."""
+    """(line, what) of every ``isinstance(..., IndexPairs)`` (alone or in a tuple), every
+    duck-typed ``getattr(pairs, "index", ...)``, and every comparison of a mapping
+    (``mapping``, ``self.mapping``, ...) with a string."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if (isinstance(node, ast.Call) and _dotted(node.func) == "isinstance"
@@ -187,6 +188,10 @@ def _kind_branches(source):
             kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
             if any(_dotted(kind).split(".")[-1] == "IndexPairs" for kind in kinds):
                 found.append((node.lineno, "isinstance(..., IndexPairs)"))
+        elif (isinstance(node, ast.Call) and _dotted(node.func) == "getattr"
+              and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+              and node.args[1].value in {"index", "points"}):
+            found.append((node.lineno, "getattr(pairs, 'index' or 'points', ...)"))
         elif isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             if any(map(_names_a_mapping, operands)) and any(map(_is_string, operands)):
@@ -213,9 +218,10 @@ def test_the_branch_finder_finds_planted_branches():
         "        pass\n"
         "    if 'mlp' != mapping:\n"
         "        pass\n"
+        "    rows = getattr(pairs, 'index', pairs)\n"
         "    return self.mapping_ in ('tanh', 'mlp')\n"
     )
-    assert [line for line, _ in _kind_branches(planted)] == [2, 4, 6, 8, 10]
+    assert sorted(line for line, _ in _kind_branches(planted)) == [2, 4, 6, 8, 10, 11]
     clean = (
         "def f(self, pairs, mapping):\n"
         "    if isinstance(mapping, Mapping) and mapping.is_matrix:\n"

@@ -5,7 +5,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..pairs import check_pair_labels, check_pairs, check_points
-from ..pairs.index import check_pair_input
+from ..pairs.index import check_pair_input, pairs_as_given
 from ._base import PairLearnerMixin
 
 
@@ -46,7 +46,7 @@ class CosineSimilarity(PairLearnerMixin, BaseEstimator):
         pairs = check_pair_input(pairs, self.preprocessor, reject_zero=True)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         self.n_features_in_ = pairs.shape[2]
-        return self.calibrate_threshold(getattr(pairs, "index", pairs), s)._adopt_coding(y)
+        return self.calibrate_threshold(pairs_as_given(pairs), s)._adopt_coding(y)
 
     def transform(self, X):
         """The identity on validated points (n, d) or pairs (n, 2, d)."""
