@@ -18,6 +18,7 @@ Back-propagation through each layer (LeCun et al. 1998, appendix; seed 000 secti
 import numpy as np
 
 from . import _kernels
+from ._tanh import tanh_backward, tanh_forward
 from ._threads import map_chunks
 
 __all__ = ["Conv2D", "Subsample", "Dense", "Tanh", "lenet_table", "dense_forward",
@@ -34,11 +35,6 @@ def dense_backward(X, W, dY, input_grad=True):
     dW = dY.T @ X  # (d_out, d_in)
     db = dY.sum(axis=0)  # (d_out,)
     return (dY @ W if input_grad else None), dW, db
-
-
-def tanh_backward(Y, dY):
-    """``dX = dY (1 - Y^2)``, since tanh' = 1 - tanh^2."""
-    return dY * (1 - Y * Y)
 
 
 def lenet_table(n_in, n_out):
@@ -214,7 +210,9 @@ class Dense:
 
 
 class Tanh:
-    """Squashing ``Y = tanh(X)``, element-wise; no parameters."""
+    """Squashing ``Y = tanh(X)``, element-wise; no parameters. The passes are those of the
+    ``Tanh`` and ``MLP`` mappings (:func:`._tanh.tanh_forward` / ``tanh_backward``: one
+    implementation of the dense layers' tanh)."""
 
     shapes = {}
     n_trainable = 0
@@ -226,15 +224,22 @@ class Tanh:
         return {}
 
     def forward(self, params, X):
-        Y = np.empty_like(X)
-        map_chunks(lambda rows: np.tanh(X[rows], out=Y[rows]), X.shape[0])
+        Y = np.array(X, order="C")  # (n, ...), overwritten with tanh(X)
+
+        def chunk(rows):
+            block = Y[rows]
+            Y[rows] = tanh_forward(block.reshape(block.shape[0], -1)).reshape(block.shape)
+
+        map_chunks(chunk, X.shape[0])
         return Y, Y
 
     def backward(self, params, Y, dY, input_grad=True):
         dX = np.empty_like(dY)
 
         def chunk(rows):
-            dX[rows] = tanh_backward(Y[rows], dY[rows])
+            m = Y[rows].shape[0]
+            dX[rows] = tanh_backward(Y[rows].reshape(m, -1),
+                                     dY[rows].reshape(m, -1)).reshape(dX[rows].shape)
 
         map_chunks(chunk, dY.shape[0])
         return dX, {}

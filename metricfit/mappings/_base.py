@@ -1,4 +1,5 @@
-r"""What every mapping shares: the flat parameter layout, Glorot-uniform draws, tanh passes.
+r"""What every mapping shares: the flat parameter layout, Glorot-uniform draws, tanh passes
+(those of the convnet's dense layers, :mod:`metricfit.cnn._tanh`).
 
 A mapping ``f(., theta)`` turns inputs X (n, d) into embeddings Z (n, k). Its parameters live
 in one flat vector ``theta`` (what the optimizers move); the mapping names the blocks
@@ -11,7 +12,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils import check_random_state
 
-from . import _kernels
+from ..cnn._tanh import tanh_backward, tanh_forward  # noqa: F401 (the mappings' tanh)
 
 __all__ = ["Mapping", "glorot_bound", "glorot_uniform", "tanh_forward", "tanh_backward"]
 
@@ -44,33 +45,6 @@ def glorot_uniform(rng, n_in, n_out, shape):
     (seed 004 eq. 13, the normalised initialisation of Glorot & Bengio) in float64."""
     bound = glorot_bound(n_in, n_out)
     return rng.uniform(-bound, bound, size=shape)
-
-
-def tanh_forward(P, h):
-    r"""``Z = tanh(P + h)`` computed in place in the pre-activations P (n, k); returns P.
-
-    Float64: the fused numba kernel of :mod:`._kernels` (NumPy's float64 tanh is scalar on
-    AVX2 hosts); otherwise vectorised NumPy (``P += h; np.tanh(P, out=P)``).
-    """
-    if P.dtype == np.float64 and h.dtype == np.float64 and P.flags.c_contiguous:
-        _kernels.tanh_bias_inplace_f64(P, h)
-    else:
-        P += h
-        np.tanh(P, out=P)
-    return P
-
-
-def tanh_backward(Z, dZ):
-    r"""``D = dZ * (1 - Z^2)``: back through ``Z = tanh(P)``, as :math:`\tanh' = 1 - \tanh^2`
-    (seed 004, before eq. 12). One fused numba pass (same dtypes), else NumPy; a new array."""
-    dZ = np.asarray(dZ)
-    if dZ.shape != Z.shape:
-        raise ValueError(f"dZ must have the shape of the output {Z.shape}, got {dZ.shape}.")
-    if Z.dtype == dZ.dtype and Z.dtype in (np.float32, np.float64):
-        D = np.empty_like(Z)  # (n, k)
-        _kernels.tanh_grad(Z, dZ, D)
-        return D
-    return dZ * (1.0 - Z * Z)  # mixed dtypes: NumPy, in the promoted dtype
 
 
 class Mapping:
