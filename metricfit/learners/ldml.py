@@ -92,6 +92,32 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
         ``predict`` answers in it.
     n_features_in_ : int
 
+    Notes
+    -----
+    Why LDML is not a preset of :class:`~metricfit.learners.Siamese` (issue 11 asked for it,
+    and it shares the solver mixin, the solver options and the convergence reporting):
+
+    - M is free by default, as in seed 001's experiments ("we did not constrain M, as we
+      only use the probabilities of eq. 2"). An indefinite M is no siamese mapping: there
+      is no f with ``d_M(x, y) = |f(x) - f(y)|^2``. Only its PSD part has one (``L x``,
+      :meth:`transform`); parametrising by L instead of M would make the convex problem of
+      eq. 3 non-convex and change every fit.
+    - Written as a siamese pair, f(x) = ``[x M, x]`` with a bilinear "loss" and the bias b
+      appended to theta, the generic composition would compute ``x M - y M`` where the
+      fit computes ``(x - y) M`` (other round-off), and nearly every step of Siamese's fit
+      would be overridden: the ridge is on M only and towards 0 (Siamese's pulls all of
+      theta towards its start), the solvers work on a rescaled M' (the preconditioner
+      above), ``b0`` is the median distance of the training pairs, ``constraint`` needs a
+      third solver (projected gradient, its own iteration default), and the fitted
+      attributes (``metric_``, ``bias_``, ``components_`` from an eigendecomposition),
+      :meth:`pair_score` (the logit ``b - d_M``), :meth:`predict_proba` and the callback
+      ``(M, b, n_iter)`` are LDML's own. A preset that overrides all of that would be one
+      in name only.
+
+    So ``fit`` has the siamese learners' shape instead: validate, build the objective
+    (:func:`metricfit.objective.make_metric_objective`, vector or index pairs), minimise
+    (the solver mixin), unpack.
+
     Examples
     --------
     >>> import numpy as np
@@ -155,28 +181,42 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
         d = self.n_features_in_ = pairs.shape[2]
         solver = "projected" if self.constraint else self.solver
         train, validation = self._split(s, solver)
-        rms = _difference_rms(pairs[train])
-        scale = 1 / np.where(rms > 0, rms, 1)  # precondition: M = S M' S, S = diag(1 / rms)
-        objective = ScaledObjective(make_metric_objective(pairs[train], s[train], self.lam),
-                                    np.append(np.outer(scale, scale).ravel(), 1.0))
+        objective, rms = self._objective(pairs[train], s[train])
         theta0 = self._start(pairs[train], d) / objective.scale
+        result = self._solve(solver, objective, theta0, pairs, s, validation, rms)
+        self._warn_if_failed(result, solver)
+        self._unpack(result.x * objective.scale, pairs.dtype)
+        self.n_iter_ = int(result.nit)
+        return self.calibrate_threshold(pairs_as_given(pairs), s)._adopt_coding(y)
+
+    def _objective(self, pairs, s):
+        """``(f, rms)``: the objective of the training pairs (vector or index pairs, chosen by
+        :func:`metricfit.objective.make_metric_objective`), preconditioned: the solvers work
+        on M' with ``M = S M' S``, ``S = diag(1 / rms(x - y))`` (same minimiser, same sets)."""
+        rms = _difference_rms(pairs)
+        scale = 1 / np.where(rms > 0, rms, 1)
+        return ScaledObjective(make_metric_objective(pairs, s, self.lam),
+                               np.append(np.outer(scale, scale).ravel(), 1.0)), rms
+
+    def _solve(self, solver, objective, theta0, pairs, s, validation, rms):
         try:
-            result = self._minimize(solver, objective, theta0, pairs, s, validation)
+            return self._minimize(solver, objective, theta0, pairs, s, validation)
         except ValueError as error:  # the solver stepped to non-finite (M, b)
             raise ValueError(f"LDML: the fit diverged on pairs whose differences have rms "
                              f"{rms.min():.3g} to {rms.max():.3g} per feature: rescale the pairs "
                              f"(e.g. to unit rms) and fit again ({error})") from None
-        self._warn_if_failed(result, solver)
-        M, b = ldml_loss.unpack(result.x * objective.scale, d)
-        self.metric_, self.bias_ = M.astype(pairs.dtype), float(b)
-        w, V = np.linalg.eigh(0.5 * (M + M.T))  # L^T L = PSD part of (M + M^T) / 2
-        self.components_ = (np.sqrt(np.clip(w, 0, None))[:, None] * V.T).astype(pairs.dtype)
+
+    def _unpack(self, theta, dtype):
+        """``metric_``, ``bias_`` and ``components_`` (L, ``L^T L`` = the PSD part of
+        ``(M + M^T) / 2``) from ``theta = [M, b]``; warn if M has negative eigenvalues."""
+        M, b = ldml_loss.unpack(theta, self.n_features_in_)
+        self.metric_, self.bias_ = M.astype(dtype), float(b)
+        w, V = np.linalg.eigh(0.5 * (M + M.T))
+        self.components_ = (np.sqrt(np.clip(w, 0, None))[:, None] * V.T).astype(dtype)
         if w[0] < -NEGATIVE_EIGENVALUE_RTOL * max(np.abs(w).max(), np.finfo(float).tiny):
             warnings.warn(f"[LDML] metric_ has negative eigenvalues ({w[0]:.3g}; largest "
                           f"{w[-1]:.3g}): transform and components_ give its PSD part only "
                           "(pair_score uses metric_). Use constraint='psd' to embed it exactly.")
-        self.n_iter_ = int(result.nit)
-        return self.calibrate_threshold(pairs_as_given(pairs), s)._adopt_coding(y)
 
     def _start(self, pairs, d):
         """theta0 = [M0, b0]: the previous fit (warm start) or init with b0 = median d_M0."""
