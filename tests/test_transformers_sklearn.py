@@ -161,12 +161,25 @@ def test_column_transformer_and_pipeline_with_pandas_output():
     assert list(pipe.fit_transform(X).columns) == ["wpca0", "wpca1"]
 
 
-@pytest.mark.parametrize("Extractor", [LBP, OCLBP])
+@pytest.mark.parametrize("Extractor", [LBP, OCLBP, HOG, DenseSIFT, Gabor])
 def test_image_features_names_and_pandas(Extractor):
+    """Every image descriptor wraps its output the same way (one base class): a DataFrame of
+    named columns for images under set_output, the same values; pairs stay an ndarray."""
     rng = np.random.default_rng(0)
     images = rng.random((4, 40, 36))
     est = Extractor().fit(images)
     names = est.get_feature_names_out()
     assert len(names) == est.n_features_out_ and names[0] == f"{Extractor.__name__.lower()}0"
+    plain = est.transform(images)
     out = est.set_output(transform="pandas").transform(images)
     assert isinstance(out, pd.DataFrame) and out.shape == (4, est.n_features_out_)
+    assert list(out.columns) == list(names)
+    np.testing.assert_array_equal(out.to_numpy(), plain)
+    assert isinstance(est.fit_transform(images), pd.DataFrame)
+    pairs = est.transform(images.reshape(2, 2, 40, 36))
+    assert isinstance(pairs, np.ndarray) and pairs.shape == (2, 2, est.n_features_out_)
+    if HAS_POLARS:
+        import polars as pl
+
+        assert isinstance(est.set_output(transform="polars").transform(images), pl.DataFrame)
+    assert isinstance(est.set_output(transform="default").transform(images), np.ndarray)

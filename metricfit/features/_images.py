@@ -1,7 +1,11 @@
-"""Validation of image stacks (n_images, H, W) and image pairs (n_pairs, 2, H, W)."""
+"""Validation of image stacks (n_images, H, W) and image pairs (n_pairs, 2, H, W), and the base
+class of the image descriptors."""
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
 
+from .._validation import PointOutputMixin, validate_params
 from ..pairs import check_pairs, check_points
 from ..pairs.checks import check_dtype_range
 
@@ -63,3 +67,84 @@ def check_fitted_images(estimator, X):
             f"fitted on images of shape {estimator.image_shape_}."
         )
     return X, X.reshape((-1,) + estimator.image_shape_)
+
+
+class _ImageDescriptor(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                       BaseEstimator):
+    """fit (parameters, image size), transform (shape check, chunks, ``set_output``), feature
+    names and tags: what the image descriptors (LBP, OCLBP, HOG, DenseSIFT, Gabor) share.
+
+    Subclasses give ``_config()`` (checked parameters, kept as the attribute named by
+    ``_config_attribute``), ``_check_size(h, w, config)`` (ValueError when the images are too
+    small), ``_dimension(h, w, config)`` and ``_describe(images)`` (the kernel call on
+    (n, h, w) float64, ``_chunk`` images at a time; None: all at once). ``transform``'s 2-D
+    output follows ``set_output`` (pandas / polars, columns 'lbp0', 'hog0', ...)."""
+
+    _config_attribute = "config_"
+    _chunk = 256  # images per kernel call: bounds the transient memory of Gabor's responses
+
+    def fit(self, X, y=None):
+        """Check the parameters and the images; record the image shape.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_images, H, W) or (n_pairs, 2, H, W)
+            Finite grey levels.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        validate_params(self)
+        config = self._config()
+        height, width = check_images(X).shape[-2:]
+        self._check_size(height, width, config)
+        setattr(self, self._config_attribute, config)
+        self.image_shape_ = (height, width)
+        self.n_features_out_ = self._dimension(height, width, config)
+        return self
+
+    @property
+    def _n_features_out(self):
+        """``get_feature_names_out`` gives '<class name>0', '<class name>1', ..."""
+        return self.n_features_out_
+
+    def transform(self, X):
+        """Descriptor of each image.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_images, H, W) or (n_pairs, 2, H, W)
+            Finite grey levels, images of the shape seen in ``fit``.
+
+        Returns
+        -------
+        features : ndarray of shape (n_images, n_features_out) or
+            (n_pairs, 2, n_features_out), float64 (a DataFrame for images under
+            ``set_output(transform="pandas" | "polars")``)
+        """
+        check_is_fitted(self)
+        X, images = check_fitted_images(self, X)
+        n = images.shape[0]
+        if self._chunk is None:
+            out = self._describe(images)
+        else:
+            out = np.empty((n, self.n_features_out_))
+            for start in range(0, n, self._chunk):
+                out[start:start + self._chunk] = self._describe(images[start:start + self._chunk])
+        return self._wrap_output(out.reshape(X.shape[:-2] + (self.n_features_out_,)), None)
+
+    def _too_small(self, height, width, min_height, min_width, what):
+        if height < min_height or width < min_width:
+            raise ValueError(
+                f"Images of {height}x{width} pixels are too small for {type(self).__name__}: "
+                f"{what} needs at least {min_height}x{min_width}."
+            )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags

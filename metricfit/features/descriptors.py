@@ -21,20 +21,14 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
-
-from .._validation import Interval, StrOptions, validate_params
+from .._validation import Interval, StrOptions
 from ._blocks import n_windows
 from ._gabor import GaborPlan, gabor_bank, gabor_magnitudes
 from ._hog import NORMS, hog_features, hog_shape
-from ._images import check_fitted_images, check_images
+from ._images import _ImageDescriptor
 from ._sift import DIM, dense_sift, grid
 
 __all__ = ["DenseSIFT", "Gabor", "HOG"]
-
-_CHUNK = 256  # images per kernel call: bounds the transient memory of Gabor's responses
-
 
 def _int_pair(value, name):
     """``(a, b)`` of ints >= 1 from a 2-sequence, else ValueError naming ``name``."""
@@ -54,69 +48,6 @@ def _int_sequence(value, name):
     if not ok:
         raise ValueError(f"{name} must be a non-empty sequence of integers >= 1, got {value!r}.")
     return tuple(int(v) for v in value)
-
-
-class _ImageDescriptor(TransformerMixin, BaseEstimator):
-    """fit (parameters, image size), transform (shape check, chunks), tags: what the
-    descriptors share. Subclasses give ``_config()`` (checked parameters), ``_check_size(h,
-    w, config)`` (ValueError when the images are too small), ``_dimension(h, w, config)`` and
-    ``_describe(images)`` (the kernel call on (n, h, w) float64)."""
-
-    def fit(self, X, y=None):
-        """Check the parameters and the images; record the image shape.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_images, H, W) or (n_pairs, 2, H, W)
-            Finite grey levels.
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        validate_params(self)
-        config = self._config()
-        height, width = check_images(X).shape[-2:]
-        self._check_size(height, width, config)
-        self.config_ = config
-        self.image_shape_ = (height, width)
-        self.n_features_out_ = self._dimension(height, width, config)
-        return self
-
-    def transform(self, X):
-        """Descriptor of each image.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_images, H, W) or (n_pairs, 2, H, W)
-            Finite grey levels, images of the shape seen in ``fit``.
-
-        Returns
-        -------
-        features : ndarray of shape (n_images, n_features_out) or
-            (n_pairs, 2, n_features_out), float64
-        """
-        check_is_fitted(self)
-        X, images = check_fitted_images(self, X)
-        out = np.empty((images.shape[0], self.n_features_out_))
-        for start in range(0, images.shape[0], _CHUNK):
-            out[start:start + _CHUNK] = self._describe(images[start:start + _CHUNK])
-        return out.reshape(X.shape[:-2] + (self.n_features_out_,))
-
-    def _too_small(self, height, width, min_height, min_width, what):
-        if height < min_height or width < min_width:
-            raise ValueError(
-                f"Images of {height}x{width} pixels are too small for {type(self).__name__}: "
-                f"{what} needs at least {min_height}x{min_width}."
-            )
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
-        tags.transformer_tags.preserves_dtype = ["float64"]
-        return tags
 
 
 class HOG(_ImageDescriptor):

@@ -26,12 +26,9 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
-
-from .._validation import Interval, PointOutputMixin, validate_params
+from .._validation import Interval
 from ._blocks import lbp_histograms, n_windows
-from ._images import check_fitted_images, check_images
+from ._images import _ImageDescriptor
 from ._lbp import n_bins
 
 __all__ = ["LBP", "OCLBP"]
@@ -52,29 +49,21 @@ def _check_config(config, what):
     return int(bh), int(bw), float(r)
 
 
-class _BlockLBP(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
-                BaseEstimator):
-    """Validation, fit/transform and tags shared by :class:`LBP` and :class:`OCLBP`."""
+class _BlockLBP(_ImageDescriptor):
+    """What :class:`LBP` and :class:`OCLBP` share: their windows are the fitted configuration
+    (``windows_``), one kernel call per window configuration on all images."""
+
+    _config_attribute = "windows_"
+    _chunk = None  # lbp_histograms takes the whole stack in one call per configuration
 
     def _windows(self):
         """List of (block_h, block_w, step_h, step_w, radius, n_points), parameters checked."""
         raise NotImplementedError
 
-    def fit(self, X, y=None):
-        """Check the parameters and the images; record the image shape.
+    def _config(self):
+        return self._windows()
 
-        Parameters
-        ----------
-        X : array-like of shape (n_images, H, W) or (n_pairs, 2, H, W)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        validate_params(self)
-        windows = self._windows()
-        height, width = check_images(X).shape[-2:]
+    def _check_size(self, height, width, windows):
         for bh, bw, _, _, radius, _ in windows:
             if height < bh or width < bw:
                 raise ValueError(
@@ -87,50 +76,25 @@ class _BlockLBP(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
                     f"Images of {height}x{width} pixels are too small for an LBP radius of "
                     f"{radius}: each side needs at least 2 * ceil(radius) + 1 = {side} pixels."
                 )
-        self.windows_ = windows
-        self.image_shape_ = (height, width)
-        self.n_features_out_ = sum(self._dimensions())
-        return self
 
-    @property
-    def _n_features_out(self):
-        """``get_feature_names_out`` gives 'lbp0', 'lbp1', ... ('oclbp0', ...)."""
-        return self.n_features_out_
+    def _dimension(self, height, width, windows):
+        return sum(_dimensions(height, width, windows))
 
-    def _dimensions(self):
-        """Number of features of each configuration of ``windows_``."""
-        height, width = self.image_shape_
-        return [n_windows(height, bh, sh) * n_windows(width, bw, sw) * n_bins(points)
-                for bh, bw, sh, sw, _, points in self.windows_]
-
-    def transform(self, X):
-        """Block histograms of the LBP codes of each image.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_images, H, W) or (n_pairs, 2, H, W)
-            Images of the shape seen in ``fit``.
-
-        Returns
-        -------
-        features : ndarray of shape (n_images, n_features_out) or
-            (n_pairs, 2, n_features_out), float64
-        """
-        check_is_fitted(self)
-        X, images = check_fitted_images(self, X)
+    def _describe(self, images):
+        """Block histograms of the LBP codes of each image, configurations concatenated."""
         out = np.empty((images.shape[0], self.n_features_out_))
         start = 0
-        for (bh, bw, sh, sw, radius, points), dim in zip(self.windows_, self._dimensions()):
+        for (bh, bw, sh, sw, radius, points), dim in zip(
+                self.windows_, _dimensions(*self.image_shape_, self.windows_)):
             lbp_histograms(images, points, radius, bh, bw, sh, sw, out=out, offset=start)
             start += dim
-        return self._wrap_output(out.reshape(X.shape[:-2] + (self.n_features_out_,)), None)
+        return out
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
-        tags.transformer_tags.preserves_dtype = ["float64"]
-        return tags
+
+def _dimensions(height, width, windows):
+    """Number of features of each window configuration."""
+    return [n_windows(height, bh, sh) * n_windows(width, bw, sw) * n_bins(points)
+            for bh, bw, sh, sw, _, points in windows]
 
 
 class LBP(_BlockLBP):
