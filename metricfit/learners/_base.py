@@ -201,10 +201,22 @@ class PairLearnerMixin(PairClassifierMixin, TransformerMixin):
         return -squared_distances(a, b)
 
 
+def rowwise(mapping, theta):
+    """``X -> f(X, theta)`` for points (n, d) -> (n, k) or vector pairs (n, 2, d) ->
+    (n, 2, k): the mapping on the flattened rows."""
+    def transform(X):
+        return mapping.transform(theta, X.reshape(-1, X.shape[-1])).reshape(*X.shape[:-1], -1)
+    return transform
+
+
 class FittedMappingMixin:
     """A learner whose fitted map is a :class:`metricfit.mappings.Mapping`: ``mapping_``,
     and its parameters in the attribute the mapping names (``mapping.fitted_attribute``:
     ``components_`` for ``Linear``, the flat ``params_`` otherwise)."""
+
+    def _map(self, X):
+        """The fitted mapping of validated points (n, d) or pairs (n, 2, d)."""
+        return rowwise(self.mapping_, self._theta())(X)
 
     def _unpack(self, mapping, theta):
         self.mapping_ = mapping

@@ -29,7 +29,7 @@ from ..optim import minimize
 from ..pairs import check_pair_labels, check_points_or_pairs
 from ..pairs.index import check_pair_input, map_pair_vectors, pairs_as_given, score_pairs
 from ..whitening import WCCN
-from ._base import FittedMappingMixin, PairLearnerMixin
+from ._base import FittedMappingMixin, PairLearnerMixin, rowwise
 from ._params_doc import SIAMESE_ATTRIBUTES, SIAMESE_PARAMETERS
 from ._solver import DEFAULT_MAX_ITER, N_TRAIN_SCORE_PAIRS, SOLVER_CONSTRAINTS, SolverMixin
 
@@ -39,13 +39,6 @@ __all__ = ["SiameseLearner", "Siamese", "DEFAULT_MAX_ITER", "N_TRAIN_SCORE_PAIRS
 def _rows(pairs, mask):
     """``pairs[mask]``, without a copy when every pair is kept."""
     return pairs if mask.all() else pairs[mask]
-
-
-def _rowwise(mapping, theta):
-    """``X -> f(X, theta)`` for points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k)."""
-    def transform(X):
-        return mapping.transform(theta, X.reshape(-1, X.shape[-1])).reshape(*X.shape[:-1], -1)
-    return transform
 
 
 class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEstimator):
@@ -211,14 +204,14 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
         """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k) through the mapping."""
         check_is_fitted(self)
         X = check_points_or_pairs(X, n_features=self.n_features_in_)
-        return _rowwise(self.mapping_, self._theta())(self._normalised(X))
+        return self._map(self._normalised(X))
 
     def _score_embedded(self, a, b):
         loss, params = self._loss()
         return loss.pair_score(a, b, **params)
 
     def _embedded_scores(self, mapping, theta, pairs):
-        return score_pairs(_rowwise(mapping, theta), self._score_embedded, pairs)
+        return score_pairs(rowwise(mapping, theta), self._score_embedded, pairs)
 
 
 _LOSS_NAMES = ",\n        ".join(f"'{name}'" for name in PAIR_LOSSES)

@@ -255,6 +255,4 @@ class NCA(FittedMappingMixin, PairLearnerMixin, BaseEstimator):
     def transform(self, X):
         """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k)."""
         check_is_fitted(self)
-        X = check_points_or_pairs(X, n_features=self.n_features_in_)
-        flat = X.reshape(-1, X.shape[-1])
-        return self.mapping_.transform(self._theta(), flat).reshape(*X.shape[:-1], -1)
+        return self._map(check_points_or_pairs(X, n_features=self.n_features_in_))
