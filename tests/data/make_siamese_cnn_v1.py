@@ -17,9 +17,15 @@ from test_siamese_cnn import TINY, make_image_pairs  # noqa: E402
 
 from metricfit.learners.siamese_cnn import SiameseCNN  # noqa: E402
 
-pairs, y = make_image_pairs(40, seed=7)
-est = SiameseCNN(**dict(TINY, max_epochs=1, dtype="float64")).fit(pairs, y)
-est.save(HERE / "siamese_cnn_v1.npz")
-(HERE / "siamese_cnn_v1_scores.json").write_text(json.dumps(
-    {"pairs": "make_image_pairs(40, seed=7)", "pair_score": est.pair_score(pairs).tolist(),
-     "threshold": est.threshold_}, indent=1))
+
+def main():
+    pairs, y = make_image_pairs(40, seed=7)
+    est = SiameseCNN(**dict(TINY, max_epochs=1, dtype="float64")).fit(pairs, y)
+    est.save(HERE / "siamese_cnn_v1.npz")
+    (HERE / "siamese_cnn_v1_scores.json").write_text(json.dumps(
+        {"pairs": "make_image_pairs(40, seed=7)", "pair_score": est.pair_score(pairs).tolist(),
+         "threshold": est.threshold_}, indent=1))
+
+
+if __name__ == "__main__":  # pytest's --doctest-modules imports this file: never rewrite then
+    main()
