@@ -104,8 +104,9 @@ def descriptor_fingerprint(out):
 
     images = np.random.default_rng(0).random((300, 62, 47)) * 255
     pairs = images[:40].reshape(20, 2, 62, 47)
-    for est in (LBP(), OCLBP(), HOG(), DenseSIFT(), Gabor(), LBP(block_size=(7, 9), radius=2)):
-        name = type(est).__name__ + repr(sorted(est.get_params().items()))
+    descriptors = (LBP(), OCLBP(), HOG(), DenseSIFT(), Gabor(), LBP(block_size=(7, 9), radius=2))
+    for i, est in enumerate(descriptors):
+        name = f"{type(est).__name__.lower()}-{i}"
         est.fit(images)
         out[name + "/images"] = est.transform(images)
         out[name + "/pairs"] = est.transform(pairs)
