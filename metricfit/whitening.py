@@ -354,10 +354,9 @@ class WCCN(_Whitener):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features) or (n_pairs, 2, n_features), or \
-                :class:`~metricfit.pairs.IndexPairs`
-            Points, vector pairs, or index pairs into their points (as
-            :meth:`fit_index_pairs`).
+        X : array-like of shape (n_samples, n_features) or (n_pairs, 2, n_features), or IndexPairs
+            Points, vector pairs, or :class:`~metricfit.pairs.IndexPairs` (index pairs into
+            their points, as :meth:`fit_index_pairs`).
         y : array-like of shape (n_samples,) or (n_pairs,)
             Class labels of the points, or pair labels (1 = similar).
 
