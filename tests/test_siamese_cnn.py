@@ -117,6 +117,16 @@ def test_save_load_round_trip(fitted, data, tmp_path):
     assert loaded.curves_ == fitted.curves_ and loaded.n_iter_ == fitted.n_iter_
 
 
+def test_save_load_with_the_training_options(data, tmp_path):
+    est = SiameseCNN(**dict(TINY, max_epochs=1, augment={"rotation": 5.0}, weight_decay=1e-3,
+                            learning_rate_schedule="step", callback=lambda *a: None))
+    est.fit(*data).save(tmp_path / "m.npz")
+    back = SiameseCNN.load(tmp_path / "m.npz")
+    assert back.get_params()["augment"] == {"rotation": 5.0}
+    assert (back.weight_decay, back.learning_rate_schedule, back.callback) == (1e-3, "step", None)
+    np.testing.assert_array_equal(back.transform(data[0]), est.transform(data[0]))
+
+
 def test_save_load_keeps_nested_parameters(data, tmp_path):
     est = SiameseCNN(**dict(TINY, max_epochs=1, kernel_sizes=((3, 2), 2))).fit(*data)
     est.save(tmp_path / "m.npz")

@@ -456,6 +456,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         params = self.get_params()
         if not isinstance(params["random_state"], (Integral, type(None))):
             params["random_state"] = None  # a RandomState object is not data
+        params["callback"] = None  # nor is a function
         np.savez(path, format=np.array(f"{SAVE_FORMAT}/{SAVE_VERSION}"),
                  metricfit_version=np.array(__version__),
                  params_json=np.array(json.dumps(params)),
