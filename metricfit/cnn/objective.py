@@ -25,7 +25,6 @@ import functools
 import numpy as np
 
 from .loss import embedding_cost_grad as _seed_000_loss
-
 from .schedule import learning_rate_factor
 
 __all__ = ["SiameseObjective", "TrainingObjective"]
@@ -63,29 +62,29 @@ class SiameseObjective:
         self.loss = embedding_cost_grad or functools.partial(_seed_000_loss, **loss_params)
 
     def batch(self, theta, rows):
-        """Mean loss and gradient over the pairs ``rows``; G in the compute dtype."""
+        """Mean loss and gradient over the pairs ``rows`` (augmented when ``augment`` is
+        set); G in the compute dtype."""
+        return self._batch(theta, rows, self.augment)
+
+    def _batch(self, theta, rows, augment):
         chunk = self.pairs[rows]  # (B, 2, H, W)
         n = chunk.shape[0]
         images = np.concatenate([chunk[:, 0], chunk[:, 1]])  # (2B, H, W): [X1; X2]
-        if self.augment is not None:
-            images = self.augment(images)
+        if augment is not None:
+            images = augment(images)
         G, cache = self.net.forward(theta, images)  # (2B, k)
         J, dJ_da, dJ_db = self.loss(G[:n], G[n:], self.labels[rows])
         return J, self.net.backward(theta, cache, np.concatenate([dJ_da, dJ_db]))
 
     def __call__(self, theta):
-        """Mean loss and gradient over all pairs, ``chunk_size`` pairs at a time (no
-        augmentation)."""
+        """Mean loss and gradient over all pairs as given (no augmentation), ``chunk_size``
+        pairs at a time."""
         J, G = 0.0, np.zeros(self.net.n_params)
-        augment, self.augment = self.augment, None
-        try:
-            for start in range(0, self.n_pairs, self.chunk_size):
-                rows = np.arange(start, min(start + self.chunk_size, self.n_pairs))
-                J_c, G_c = self.batch(theta, rows)
-                J += J_c * rows.size / self.n_pairs
-                G += G_c * (rows.size / self.n_pairs)
-        finally:
-            self.augment = augment
+        for start in range(0, self.n_pairs, self.chunk_size):
+            rows = np.arange(start, min(start + self.chunk_size, self.n_pairs))
+            J_c, G_c = self._batch(theta, rows, None)
+            J += J_c * rows.size / self.n_pairs
+            G += G_c * (rows.size / self.n_pairs)
         return J, G
 
 
