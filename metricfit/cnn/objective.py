@@ -97,7 +97,7 @@ class TrainingObjective:
         \qquad \nabla J_\lambda = \nabla J + \lambda\, \theta \odot 1_{\mathcal W},
 
     with :math:`\mathcal W` the entries of ``decay_mask`` (the convolution and full-layer
-    weights, :meth:`ConvNet.decay_mask`; no biases, no subsampling coefficients). The
+    weights, :meth:`~metricfit.cnn.ConvNet.decay_mask`; no biases, no subsampling coefficients). The
     ``t``-th call of :meth:`batch` (from 0) returns ``J_lambda`` and ``factor_t`` times its
     gradient, ``factor_t`` the schedule's (:mod:`metricfit.cnn.schedule`): momentum SGD
     then steps with rate ``learning_rate * factor_t`` for that gradient. ``__call__`` is the

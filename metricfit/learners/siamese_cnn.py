@@ -3,7 +3,7 @@
 ``fit`` reads like the method: validate, size the network from the images, split off the
 validation pairs (a stratified share, the pairs of held-out identities, or ``validation_data``),
 build the siamese objective (:mod:`metricfit.cnn`: augmentation, weight decay, learning-rate
-schedule), run the shared SGD solver (:class:`~metricfit.learners._solver.SolverMixin`:
+schedule), run the shared SGD solver (``metricfit.learners._solver.SolverMixin``:
 momentum SGD with early stopping, callbacks, the convergence warning), unpack, calibrate the
 threshold on the validation pairs.
 """
@@ -52,7 +52,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     ``E = ||a - b||_1`` (eq. 1) is small for the same person. Trained with the loss of eq. 8,
     ``(1 - Y) 2/Q E^2 + Y 2Q exp(-2.77 E / Q)`` (Y = 0 genuine, i.e. ``s = +1``), or with the
     DrLIM contrastive loss, by momentum SGD on balanced mini-batches (the shared solver of
-    :mod:`metricfit.learners._solver`) with early stopping on the maxDA of held-out
+    ``metricfit.learners._solver``) with early stopping on the maxDA of held-out
     validation pairs: of held-out *identities* when ``fit`` is given ``groups``. Options that
     help a convnet carry over to new people: on-the-fly augmentation, weight decay and a
     learning-rate schedule. Pairs are scored by ``-E``.
@@ -388,7 +388,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
 
     def _validation_scorer(self, network, pairs):
         """``rows -> (theta -> scores)`` of the validation pairs ``rows`` (the scorer of
-        :meth:`SolverMixin._solver_options`, whose maxDA stops SGD early)."""
+        ``SolverMixin._solver_options``, whose maxDA stops SGD early)."""
         def scorer(rows):
             chosen = pairs[rows]
 
