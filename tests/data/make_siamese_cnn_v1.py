@@ -17,9 +17,17 @@ from test_siamese_cnn import TINY, make_image_pairs  # noqa: E402
 
 from metricfit.learners.siamese_cnn import SiameseCNN  # noqa: E402
 
-pairs, y = make_image_pairs(40, seed=7)
-est = SiameseCNN(**dict(TINY, max_epochs=1, dtype="float64")).fit(pairs, y)
-est.save(HERE / "siamese_cnn_v1.npz")
-(HERE / "siamese_cnn_v1_scores.json").write_text(json.dumps(
-    {"pairs": "make_image_pairs(40, seed=7)", "pair_score": est.pair_score(pairs).tolist(),
-     "threshold": est.threshold_}, indent=1))
+
+def main():
+    """Fit the tiny model and write the file and its scores (never on import: the test suite
+    imports every module under tests/ for its doctests)."""
+    pairs, y = make_image_pairs(40, seed=7)
+    est = SiameseCNN(**dict(TINY, max_epochs=1, dtype="float64")).fit(pairs, y)
+    est.save(HERE / "siamese_cnn_v1.npz")
+    (HERE / "siamese_cnn_v1_scores.json").write_text(json.dumps(
+        {"pairs": "make_image_pairs(40, seed=7)", "pair_score": est.pair_score(pairs).tolist(),
+         "threshold": est.threshold_}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
