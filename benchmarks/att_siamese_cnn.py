@@ -28,6 +28,8 @@ Reported: the false-reject rate at false-accept 10 %, 7.5 % and 5 % (Table 1: AT
     python benchmarks/att_siamese_cnn.py --splits 7            # the paper's split
     python benchmarks/att_siamese_cnn.py --splits all          # the 8 disjoint splits
     python benchmarks/att_siamese_cnn.py --splits all --validation subjects
+    python benchmarks/att_siamese_cnn.py --splits all --validation subjects --loss contrastive \
+        --energy l2 --augment --weight-decay 1e-3 --schedule cosine   # the training options
     python benchmarks/att_siamese_cnn.py --summarise /tmp/cnn/att/*.json
     python benchmarks/att_siamese_cnn.py --splits all --save-models ...   # then, no training:
     python benchmarks/att_siamese_cnn.py --splits all --reevaluate [--shrinkage 0.1]  # rewrites
@@ -144,21 +146,32 @@ def run_split(split, images, labels, image_index, args):
     est = SiameseCNN(max_epochs=args.epochs, batch_size=args.batch_size,
                      learning_rate=args.learning_rate, momentum=args.momentum,
                      loss=args.loss, energy=args.energy, random_state=args.seed,
-                     verbose=args.verbose)
+                     verbose=args.verbose, augment=args.augment,
+                     weight_decay=args.weight_decay, learning_rate_schedule=args.schedule,
+                     n_jobs=args.n_jobs)
     start = time.perf_counter()
     est.fit(pairs, y, validation_data=validation)
     seconds = time.perf_counter() - start
     if args.save_models:
         est.save(Path(args.out_dir) / f"att_split{split}.npz")
-    Z = est.transform(images[test]).astype(np.float64)
-    result = evaluate(Z, labels[test], image_index[test], args.shrinkage,
-                      kind=est.energy)
+    Z, kind = embed(est, images[test])
+    result = evaluate(Z, labels[test], image_index[test], args.shrinkage, kind=kind)
     result["pixels"] = pixel_baseline(images[test], labels[test], image_index[test])
     result.update(split=split, test_subjects=(test_subjects(split) + 1).tolist(),
                   n_train_pairs=int(len(y)), fit_seconds=seconds, n_epochs=est.n_epochs_,
                   best_epoch=est.best_epoch_, best_validation=max(est.curves_["validation"]),
                   args=vars(args))
     return result
+
+
+def embed(est, images):
+    """Embeddings (float64) and the energy that compares them: the training's L1 or L2, or,
+    for the losses that score pairs by the cosine ('triangular'), L2 between unit vectors
+    (a monotone function of the cosine)."""
+    Z = est.transform(images).astype(np.float64)
+    if est._score_kind == "cosine":
+        return Z / np.linalg.norm(Z, axis=1, keepdims=True), "l2"
+    return Z, est.energy
 
 
 def reevaluate(split, images, labels, image_index, args):
@@ -168,9 +181,8 @@ def reevaluate(split, images, labels, image_index, args):
     est = SiameseCNN.load(Path(args.out_dir) / f"att_split{split}.npz")
     result = json.loads((Path(args.out_dir) / f"att_split{split}.json").read_text())
     test = np.isin(labels, test_subjects(split))
-    Z = est.transform(images[test]).astype(np.float64)
-    result.update(evaluate(Z, labels[test], image_index[test], args.shrinkage,
-                           kind=est.energy))
+    Z, kind = embed(est, images[test])
+    result.update(evaluate(Z, labels[test], image_index[test], args.shrinkage, kind=kind))
     result["pixels"] = pixel_baseline(images[test], labels[test], image_index[test])
     result["args"] = dict(result["args"], shrinkage=args.shrinkage)
     return result
@@ -215,7 +227,13 @@ def main(argv=None):
     parser.add_argument("--learning-rate", type=float, default=1e-2)
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--loss", default="square_exponential",
-                        choices=("square_exponential", "contrastive"))
+                        choices=("square_exponential", "contrastive", "triangular"))
+    parser.add_argument("--augment", action="store_true",
+                        help="SiameseCNN(augment=True): random shifts, scales, rotations, flips")
+    parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--schedule", default="constant",
+                        choices=("constant", "step", "cosine", "inverse"))
+    parser.add_argument("--n-jobs", type=int, default=None, help="SiameseCNN(n_jobs=)")
     parser.add_argument("--energy", default="l1", choices=("l1", "l2"))
     parser.add_argument("--shrinkage", type=float, default=0.5)
     parser.add_argument("--validation", choices=("pairs", "subjects"), default="pairs",

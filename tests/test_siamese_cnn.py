@@ -117,6 +117,16 @@ def test_save_load_round_trip(fitted, data, tmp_path):
     assert loaded.curves_ == fitted.curves_ and loaded.n_iter_ == fitted.n_iter_
 
 
+def test_save_load_with_the_training_options(data, tmp_path):
+    est = SiameseCNN(**dict(TINY, max_epochs=1, augment={"rotation": 5.0}, weight_decay=1e-3,
+                            learning_rate_schedule="step", callback=lambda *a: None))
+    est.fit(*data).save(tmp_path / "m.npz")
+    back = SiameseCNN.load(tmp_path / "m.npz")
+    assert back.get_params()["augment"] == {"rotation": 5.0}
+    assert (back.weight_decay, back.learning_rate_schedule, back.callback) == (1e-3, "step", None)
+    np.testing.assert_array_equal(back.transform(data[0]), est.transform(data[0]))
+
+
 def test_save_load_keeps_nested_parameters(data, tmp_path):
     est = SiameseCNN(**dict(TINY, max_epochs=1, kernel_sizes=((3, 2), 2))).fit(*data)
     est.save(tmp_path / "m.npz")
@@ -183,10 +193,171 @@ def test_inference_in_batches(fitted, data):
                                atol=1e-7)
 
 
-def test_verbose_prints_a_progress_bar(data, capsys):
-    SiameseCNN(**dict(TINY, max_epochs=2, verbose=1)).fit(*data)
+def test_verbose_and_callback_report_every_epoch(data, capsys):
+    seen = []
+    est = SiameseCNN(**dict(TINY, max_epochs=2, verbose=1, n_iter_no_change=None,
+                            callback=lambda params, n_iter: seen.append((params, n_iter))))
+    est.fit(*data)
     out = capsys.readouterr().out
-    assert "epoch 2/2 [" in out and "#" * 30 in out and out.count("val maxDA") == 2
+    assert out.count("[SiameseCNN] iteration") == 2  # the shared solver's report
+    assert [n for _, n in seen] == [9, 18]  # 72 training pairs: 9 batches of 8 per epoch
+    assert seen[0][0].dtype == np.float32 and seen[0][0].shape == est.params_.shape
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+def test_diverging_fit_warns():
+    from sklearn.exceptions import ConvergenceWarning
+    pairs, y = make_image_pairs(40)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        SiameseCNN(**dict(TINY, learning_rate=1e308)).fit(pairs, y)  # steps overflow
+
+
+# -- training options: augmentation, weight decay, schedule, identity split ------------------
+
+
+def test_default_training_options_are_documented_values():
+    params = SiameseCNN().get_params()
+    assert (params["augment"], params["weight_decay"], params["learning_rate_schedule"],
+            params["max_epochs"], params["learning_rate"], params["momentum"],
+            params["n_iter_no_change"], params["batch_size"]) == (
+        False, 0.0, "constant", 30, 1e-2, 0.9, 8, 32)
+
+
+def test_augmentation_is_reproducible_and_seeded(data):
+    pairs, y = data
+    opts = dict(TINY, augment={"rotation": 15.0, "flip": 0.5}, n_iter_no_change=None)
+    a = SiameseCNN(**opts).fit(pairs, y)
+    b = SiameseCNN(**opts).fit(pairs, y)
+    np.testing.assert_array_equal(a.params_, b.params_)
+    c = SiameseCNN(**dict(opts, random_state=1)).fit(pairs, y)
+    plain = SiameseCNN(**dict(TINY, n_iter_no_change=None)).fit(pairs, y)
+    assert not np.array_equal(a.params_, c.params_)
+    assert not np.array_equal(a.params_, plain.params_)
+
+
+def test_augmentation_changes_the_training_batches_only():
+    """The augmented objective's mini-batch sees warped images; its full objective does not."""
+    from metricfit.cnn import ConvNet, SiameseObjective, network_spec
+    from metricfit.cnn.augment import augment_images
+    pairs, y = make_image_pairs(8)
+    net = ConvNet(network_spec((12, 10), n_maps=(2, 3, 4), n_outputs=3))
+    theta = net.init(0)
+    plain = SiameseObjective(net, pairs, y)
+    seen = []
+
+    def warp(images):
+        out = augment_images(images, 0)
+        seen.append(out)
+        return out
+
+    warped = SiameseObjective(net, pairs, y, augment=warp)
+    rows = np.arange(8)
+    assert warped.batch(theta, rows)[0] != plain.batch(theta, rows)[0]
+    assert len(seen) == 1 and seen[0].shape == (16, 12, 10)
+    assert warped(theta)[0] == plain(theta)[0] and len(seen) == 1
+
+
+def test_weight_decay_gradient_matches_finite_differences():
+    from metricfit.cnn import ConvNet, SiameseObjective, TrainingObjective, network_spec
+    pairs, y = make_image_pairs(6)
+    net = ConvNet(network_spec((12, 10), n_maps=(2, 3, 4), n_outputs=3))
+    theta = net.init(0)
+    mask = net.decay_mask()
+    assert mask.sum() == sum(np.prod(v) for k, v in net.shapes.items() if k.endswith(".W"))
+    inner = SiameseObjective(net, pairs, y)
+    objective = TrainingObjective(inner, mask, weight_decay=0.3)
+    J, G = objective(theta)
+    w = np.where(mask, theta, 0)
+    assert J == pytest.approx(inner(theta)[0] + 0.15 * w @ w, rel=1e-12)
+    rng = np.random.default_rng(0)
+    rows = np.r_[rng.choice(np.flatnonzero(mask), 15, replace=False),
+                 rng.choice(np.flatnonzero(~mask), 5, replace=False)]
+    eps, numeric = 1e-6, []
+    for r in rows:
+        up, down = theta.copy(), theta.copy()
+        up[r] += eps
+        down[r] -= eps
+        numeric.append((objective(up)[0] - objective(down)[0]) / (2 * eps))
+    np.testing.assert_allclose(G[rows], numeric, rtol=1e-6, atol=1e-8)
+    # the decay term alone: lambda * w on the weights, 0 on the biases and coefficients
+    np.testing.assert_allclose(G - inner(theta)[1], 0.3 * w, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("schedule, expected", [
+    ("constant", [1, 1, 1, 1, 1]),
+    ("step", [1, 1, 0.1, 0.01, 0.01]),  # milestones at 50 % and 75 % of 8 steps: 4, 6
+    ("cosine", [1, (1 + np.cos(np.pi / 4)) / 2, 0.5, (1 + np.cos(3 * np.pi / 4)) / 2, 0]),
+    ("inverse", [1, 1 / 2, 1 / 3, 1 / 4, 1 / 5]),  # 2 steps per epoch: 1 / (1 + t / 2)
+])
+def test_learning_rate_schedules_give_their_documented_values(schedule, expected):
+    from metricfit.cnn import learning_rate_factor
+    got = [learning_rate_factor(schedule, t, 2, 8) for t in (0, 2, 4, 6, 8)]
+    np.testing.assert_allclose(got, expected, rtol=1e-15, atol=1e-15)
+
+
+def test_schedule_scales_each_batch_gradient():
+    from metricfit.cnn import ConvNet, SiameseObjective, TrainingObjective, network_spec
+    pairs, y = make_image_pairs(4)
+    net = ConvNet(network_spec((12, 10), n_maps=(2, 3, 4), n_outputs=3))
+    theta = net.init(0)
+    inner = SiameseObjective(net, pairs, y)
+    objective = TrainingObjective(inner, net.decay_mask(), schedule="inverse",
+                                  steps_per_epoch=1, max_steps=10)
+    J0, G0 = inner.batch(theta, np.arange(4))
+    for factor in (1, 1 / 2, 1 / 3):
+        J, G = objective.batch(theta, np.arange(4))
+        assert J == J0  # the cost itself is not scaled
+        np.testing.assert_allclose(G, factor * G0, rtol=1e-6)
+
+
+def test_schedule_changes_the_fit(data):
+    pairs, y = data
+    opts = dict(TINY, n_iter_no_change=None)
+    a = SiameseCNN(**opts).fit(pairs, y)
+    b = SiameseCNN(**dict(opts, learning_rate_schedule="cosine", weight_decay=1e-3)).fit(pairs, y)
+    assert not np.array_equal(a.params_, b.params_)
+
+
+def _subject_pairs(n_subjects=8, per_subject=4, seed=0):
+    """Pairs of images of ``n_subjects`` prototypes with the identities of both images."""
+    rng = np.random.default_rng(seed)
+    protos = rng.normal(size=(n_subjects, 12, 10))
+    ids = np.repeat(np.arange(n_subjects), per_subject)
+    i, j = np.triu_indices(ids.size, k=1)
+    images = protos[ids] + 0.5 * rng.normal(size=(ids.size, 12, 10))
+    pairs = np.stack([images[i], images[j]], axis=1)
+    return pairs, np.where(ids[i] == ids[j], 1, -1), np.stack([ids[i], ids[j]], axis=1)
+
+
+def test_groups_hold_out_identities_for_early_stopping():
+    pairs, y, groups = _subject_pairs()
+    est = SiameseCNN(**dict(TINY, validation_fraction=0.25)).fit(pairs, y, groups=groups)
+    train, validation = est._identity_split(groups, y)
+    held = np.unique(groups[validation])
+    assert held.size == 2  # 25 % of 8 identities
+    assert not np.isin(groups[train], held).any()  # no held-out identity trains
+    assert (validation | train).sum() < len(y)  # mixed pairs are left out
+    best = max_decision_accuracy(y[validation], est.pair_score(pairs[validation]))[0]
+    assert best == pytest.approx(max(est.curves_["validation"]), abs=1e-6)
+    assert est.n_iter_ % -(-train.sum() // 8) == 0  # whole epochs of the training pairs
+
+
+@pytest.mark.parametrize("params, fit_kw, match", [
+    (dict(augment={"spin": 3}), {}, "augment may set"),
+    (dict(augment={"rotation": 400.0}), {}, "rotation"),
+    (dict(augment="yes"), {}, "augment"),
+    (dict(weight_decay=-1.0), {}, "weight_decay"),
+    (dict(learning_rate_schedule="linear"), {}, "learning_rate_schedule"),
+    (dict(callback=3), {}, "callback"),
+    ({}, dict(groups=np.zeros((3, 2))), r"groups must have shape \(n_pairs, 2\)"),
+    (dict(validation_fraction=0.9), "groups", "too few"),
+])
+def test_training_options_reject_bad_values(params, fit_kw, match):
+    pairs, y, groups = _subject_pairs(n_subjects=4)
+    if fit_kw == "groups":
+        fit_kw = dict(groups=groups)
+    with pytest.raises(ValueError, match=match):
+        SiameseCNN(**dict(TINY, **params)).fit(pairs, y, **fit_kw)
 
 
 # -- bad input ----------------------------------------------------------------------------

@@ -16,7 +16,10 @@ network
 loss
     L1 / L2 energy, the square-exponential loss (eq. 8), the DrLIM contrastive loss.
 objective
-    :class:`SiameseObjective`, the mini-batch objective of the two weight-sharing branches.
+    :class:`SiameseObjective`, the mini-batch objective of the two weight-sharing branches;
+    :class:`TrainingObjective`, with weight decay and the learning-rate schedule.
+schedule
+    :func:`learning_rate_factor`: constant, step, cosine and inverse learning-rate schedules.
 _threads
     :func:`num_threads`: the layers run their kernels on fixed chunks of a batch in threads.
 augment
@@ -29,11 +32,13 @@ from .gaussian import fit_gaussian, gaussian_claims, gaussian_log_density
 from .layers import lenet_table
 from .loss import embedding_cost_grad, energy, energy_bound
 from .network import ConvNet, NetworkSpec, network_spec
-from .objective import SiameseObjective
+from .objective import SiameseObjective, TrainingObjective
+from .schedule import SCHEDULES, learning_rate_factor
 from ._threads import get_num_threads, num_threads
 
 __all__ = [
     "ConvNet", "NetworkSpec", "network_spec", "lenet_table", "SiameseObjective",
+    "TrainingObjective", "SCHEDULES", "learning_rate_factor",
     "embedding_cost_grad", "energy", "energy_bound", "fit_gaussian", "gaussian_log_density",
     "gaussian_claims", "num_threads", "get_num_threads",
 ]

@@ -165,6 +165,12 @@ class ConvNet:
     def n_outputs(self):
         return self.spec.n_outputs
 
+    def decay_mask(self):
+        """Boolean mask over theta: True on the weights ``W`` of the convolution and full
+        layers (what weight decay shrinks), False on biases and subsampling coefficients."""
+        return np.concatenate([np.full(int(np.prod(shape)), key.endswith(".W"))
+                               for key, shape in self.shapes.items()])
+
     def unpack(self, theta, dtype=None):
         """``{layer: {name: array}}`` from the flat theta (views, or copies in ``dtype``)."""
         theta = np.asarray(theta).ravel()

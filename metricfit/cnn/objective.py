@@ -12,6 +12,10 @@ W, so a mini-batch of B pairs runs as *one* batch of 2B images ``[X1; X2]`` thro
 forward and one backward pass with upstream gradient ``[dJ/da; dJ/db]``: the sum over the two
 subnets is the sum over the stacked batch that the weight-gradient kernels already take.
 
+:class:`TrainingObjective` wraps it for SGD as :class:`~metricfit.learners.siamese_cnn.SiameseCNN`
+trains: weight decay, the learning-rate schedule's factor on each mini-batch gradient, and a
+step counter.
+
 The object follows the batch protocol of :func:`metricfit.optim.minimize_sgd` (``n_pairs``,
 ``labels``, ``batch(theta, rows)``) and its ``__call__`` gives the full objective in chunks.
 """
@@ -21,8 +25,9 @@ import functools
 import numpy as np
 
 from .loss import embedding_cost_grad as _seed_000_loss
+from .schedule import learning_rate_factor
 
-__all__ = ["SiameseObjective"]
+__all__ = ["SiameseObjective", "TrainingObjective"]
 
 
 class SiameseObjective:
@@ -39,32 +44,99 @@ class SiameseObjective:
         Any pair loss on embeddings ``(a, b, s) -> (J, dJ/da, dJ/db)`` (e.g. a loss of
         :data:`metricfit.losses.PAIR_LOSSES` with its parameters bound); None:
         :func:`metricfit.cnn.loss.embedding_cost_grad` with ``loss_params``.
+    augment : callable, default=None
+        ``augment(images) -> images`` of the same shape, applied to the ``2B`` stacked images
+        of every mini-batch in :meth:`batch` (e.g. seeded random shifts, scalings, rotations
+        and flips, :func:`metricfit.cnn.augment.augment_images`); never in ``__call__``, the
+        full objective on the pairs as given.
     **loss_params
         Passed to :func:`metricfit.cnn.loss.embedding_cost_grad` (loss, Q, margin, kind).
     """
 
-    def __init__(self, net, pairs, s, chunk_size=64, embedding_cost_grad=None, **loss_params):
-        self.net, self.pairs = net, pairs
+    def __init__(self, net, pairs, s, chunk_size=64, embedding_cost_grad=None, augment=None,
+                 **loss_params):
+        self.net, self.pairs, self.augment = net, pairs, augment
         self.labels = np.asarray(s)
         self.n_pairs = pairs.shape[0]
         self.chunk_size = int(chunk_size)
         self.loss = embedding_cost_grad or functools.partial(_seed_000_loss, **loss_params)
 
     def batch(self, theta, rows):
-        """Mean loss and gradient over the pairs ``rows``; G in the compute dtype."""
+        """Mean loss and gradient over the pairs ``rows`` (augmented when ``augment`` is
+        set); G in the compute dtype."""
+        return self._batch(theta, rows, self.augment)
+
+    def _batch(self, theta, rows, augment):
         chunk = self.pairs[rows]  # (B, 2, H, W)
         n = chunk.shape[0]
         images = np.concatenate([chunk[:, 0], chunk[:, 1]])  # (2B, H, W): [X1; X2]
+        if augment is not None:
+            images = augment(images)
         G, cache = self.net.forward(theta, images)  # (2B, k)
         J, dJ_da, dJ_db = self.loss(G[:n], G[n:], self.labels[rows])
         return J, self.net.backward(theta, cache, np.concatenate([dJ_da, dJ_db]))
 
     def __call__(self, theta):
-        """Mean loss and gradient over all pairs, ``chunk_size`` pairs at a time."""
+        """Mean loss and gradient over all pairs as given (no augmentation), ``chunk_size``
+        pairs at a time."""
         J, G = 0.0, np.zeros(self.net.n_params)
         for start in range(0, self.n_pairs, self.chunk_size):
             rows = np.arange(start, min(start + self.chunk_size, self.n_pairs))
-            J_c, G_c = self.batch(theta, rows)
+            J_c, G_c = self._batch(theta, rows, None)
             J += J_c * rows.size / self.n_pairs
             G += G_c * (rows.size / self.n_pairs)
         return J, G
+
+
+class TrainingObjective:
+    r"""A siamese objective with weight decay, as SGD trains it with a learning-rate schedule.
+
+    .. math::
+
+        J_\lambda(\theta) = J(\theta) + \frac{\lambda}{2} \sum_{j \in \mathcal W} \theta_j^2,
+        \qquad \nabla J_\lambda = \nabla J + \lambda\, \theta \odot 1_{\mathcal W},
+
+    with :math:`\mathcal W` the entries of ``decay_mask`` (the convolution and full-layer
+    weights, :meth:`~metricfit.cnn.ConvNet.decay_mask`; no biases, no subsampling coefficients). The
+    ``t``-th call of :meth:`batch` (from 0) returns ``J_lambda`` and ``factor_t`` times its
+    gradient, ``factor_t`` the schedule's (:mod:`metricfit.cnn.schedule`): momentum SGD
+    then steps with rate ``learning_rate * factor_t`` for that gradient. ``__call__`` is the
+    plain ``(J_lambda, grad J_lambda)`` (no factor, no step counted).
+
+    Parameters
+    ----------
+    objective : SiameseObjective
+    decay_mask : ndarray of bool, shape (n_params,)
+    weight_decay : float >= 0, default=0.0
+        lambda.
+    schedule : str, default='constant'
+    steps_per_epoch, max_steps : int, default=1
+        Of the schedule.
+    """
+
+    def __init__(self, objective, decay_mask, weight_decay=0.0, schedule="constant",
+                 steps_per_epoch=1, max_steps=1):
+        self.objective, self.decay_mask = objective, np.asarray(decay_mask, dtype=bool)
+        self.weight_decay, self.schedule = float(weight_decay), schedule
+        self.steps_per_epoch, self.max_steps = int(steps_per_epoch), int(max_steps)
+        learning_rate_factor(schedule, 0, self.steps_per_epoch, self.max_steps)  # checks
+        self.n_pairs, self.labels = objective.n_pairs, objective.labels
+        self.step = 0
+
+    def _decayed(self, theta, J, G):
+        if self.weight_decay == 0:
+            return J, G
+        w = np.where(self.decay_mask, theta, 0.0)  # (n_params,)
+        return (J + 0.5 * self.weight_decay * float(np.vdot(w, w)),
+                G + (self.weight_decay * w).astype(G.dtype, copy=False))
+
+    def batch(self, theta, rows):
+        factor = learning_rate_factor(self.schedule, self.step, self.steps_per_epoch,
+                                      self.max_steps)
+        self.step += 1
+        J, G = self._decayed(theta, *self.objective.batch(theta, rows))
+        return J, (G if factor == 1.0 else G * factor)
+
+    def __call__(self, theta):
+        return self._decayed(theta, *self.objective(theta))
+

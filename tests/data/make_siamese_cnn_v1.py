@@ -19,6 +19,8 @@ from metricfit.learners.siamese_cnn import SiameseCNN  # noqa: E402
 
 
 def main():
+    """Fit the tiny model and write the file and its scores (never on import: the test suite
+    imports every module under tests/ for its doctests)."""
     pairs, y = make_image_pairs(40, seed=7)
     est = SiameseCNN(**dict(TINY, max_epochs=1, dtype="float64")).fit(pairs, y)
     est.save(HERE / "siamese_cnn_v1.npz")
