@@ -202,3 +202,78 @@ def test_cli_without_select_records_no_choice(tmp_path):
 def test_cli_select_errors(argv, message, capsys):
     assert main(["verify", "--quiet", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+# -- the fusion's own choices, on the validation fold only --------------------------------
+
+def _score_columns(n_columns=6, n_informative=2, n_experiments=2, seed=0):
+    """{(source, method): experiments} of saved scores: the first columns carry the label,
+    the others are noise."""
+    rng = np.random.RandomState(seed)
+    columns = {}
+    ys = [(np.repeat([1, -1], 150), np.repeat([1, -1], 150)) for _ in range(n_experiments)]
+    for j in range(n_columns):
+        cells = []
+        for val_y, y in ys:
+            signal = 1.0 if j < n_informative else 0.0
+            cells.append({"val_scores": signal * val_y + rng.randn(300), "val_y": val_y,
+                          "scores": signal * y + rng.randn(300), "y": y})
+        columns[("src", f"m{j}")] = cells
+    return columns
+
+
+def test_top_columns_ranks_by_maxda():
+    y = np.repeat([1, -1], 50)
+    rng = np.random.RandomState(0)
+    Z = np.column_stack([rng.randn(100), y + 0.1 * rng.randn(100), y + rng.randn(100)])
+    step = verification.TopColumns(2).fit(Z, y)
+    assert step.columns_.tolist() == [1, 2]
+    np.testing.assert_array_equal(step.transform(Z), Z[:, [1, 2]])
+    assert verification.TopColumns().fit(Z, y).columns_.size == 3
+    with pytest.raises(ValueError, match="one label per pair"):
+        verification.TopColumns().fit(Z, y[:5])
+
+
+def test_selected_fusion_records_its_choice_and_ignores_the_test_fold():
+    columns = _score_columns()
+    clean = verification.fuse_saved(columns, select=True)
+    for (result,) in clean:
+        assert set(result.choice) == {"classifier", "C", "n_columns", "columns", "cv_maxda"}
+        assert result.choice["classifier"] in ("svm", "logistic")
+        assert result.accuracy > 0.75  # the two informative columns carry it
+    poisoned = {key: [dict(c, scores=-c["scores"] + 5 * np.random.RandomState(1).randn(300),
+                           y=-c["y"]) for c in cells] for key, cells in columns.items()}
+    dirty = verification.fuse_saved(poisoned, select=True)
+    assert [r.choice for (r,) in dirty] == [r.choice for (r,) in clean]
+    assert [r.threshold for (r,) in dirty] == [r.threshold for (r,) in clean]
+
+
+def test_selected_fusion_search_equals_its_grid_by_hand():
+    """The chosen (columns, classifier, C) has the best 5-fold CV maxDA of the grid."""
+    from sklearn.base import clone
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    columns = _score_columns(n_columns=4, n_experiments=1)
+    (cell,) = [cells[0] for cells in columns.values()][:1]
+    Z = np.column_stack([cells[0]["val_scores"] for cells in columns.values()])
+    y = cell["val_y"]
+    search = verification.fusion_search().fit(Z, y)
+    cv = StratifiedKFold(5, shuffle=True, random_state=0)
+    scores = [cross_val_score(clone(search.estimator).set_params(**params), Z, y, cv=cv,
+                              scoring=verification._validation_accuracy).mean()
+              for params in search.cv_results_["params"]]
+    assert search.best_score_ == pytest.approx(max(scores))
+    assert search.best_index_ == int(np.argmax(scores))
+
+
+def test_cli_fuse_select(tmp_path, capsys):
+    path = tmp_path / "s.npz"
+    arrays = {f"{src}/{m}/{e}/{k}": v for (src, m), cells in _score_columns().items()
+              for e, c in enumerate(cells) for k, v in c.items()}
+    np.savez(path, **arrays)
+    out = tmp_path / "f.json"
+    assert main(["fuse", str(path), "--select", "--json", str(out)]) == 0
+    assert "chosen by 5-fold CV" in capsys.readouterr().out
+    record = json.loads(out.read_text())
+    fusion = [r for r in record["results"] if r["method"] == "fusion"]
+    assert len(fusion) == 2 and all(r["choice"]["columns"] for r in fusion)

@@ -165,6 +165,10 @@ def _parser():
     fuse.add_argument("--methods", default=None, type=_methods,
                       help="comma-separated methods to fuse (default: all but 'fusion')")
     fuse.add_argument("--classifier", choices=["svm", "logistic"], default="svm")
+    fuse.add_argument("--select", action="store_true",
+                      help="choose the columns (the best 2, 4, 8, 16 or all by validation "
+                           "maxDA), the classifier (svm, logistic) and C by 5-fold CV inside "
+                           "each validation fold (--classifier is then ignored)")
     fuse.add_argument("--json", default=None, type=_output_file, metavar="OUT",
                       help="write results as strict JSON")
     bench = commands.add_parser("bench", help="gradient timing of the prepared objectives")

@@ -13,13 +13,21 @@ def run(args):
     columns = {key: value for key, value in columns.items()
                if key[1] != "fusion" and (wanted is None or key[1] in wanted)}
     singles = verification.saved_results(columns)
-    fused = verification.fuse_saved(columns, args.classifier)
+    fused = verification.fuse_saved(columns, args.classifier, select=args.select)
     experiments = [row + f for row, f in zip(singles, fused)]
     rows = verification.summarise(experiments)
-    print(f"{args.classifier} fusion of {len(columns)} score columns fitted on each validation "
-          f"fold; mean +- SEM over {len(experiments)} experiments")
+    how = ("columns, classifier and C chosen by 5-fold CV inside each validation fold"
+           if args.select else f"{args.classifier} fusion")
+    print(f"{how} of {len(columns)} score columns fitted on each validation fold; mean +- SEM "
+          f"over {len(experiments)} experiments")
+    if args.select:
+        for e, (result,) in enumerate(fused):
+            c = result.choice
+            print(f"experiment {e + 1}: {c['classifier']} C={c['C']:g}, {c['n_columns']} "
+                  f"columns: {', '.join(c['columns'])}")
     print(verification.format_table(rows))
     if args.json:
         _write_json(args.json, {"files": args.files, "classifier": args.classifier,
+                                "select": args.select,
                                 "summary": rows, "results": verification.as_records(experiments)})
     return 0

@@ -146,6 +146,7 @@ class Result:
     act_dcf: float = np.nan  # P_target 0.01, after the same calibration
     n_components: int = None  # chosen WPCA dimension (with the selection of issue 15)
     normalize: bool = None  # L2 normalisation after WPCA chosen (same)
+    choice: dict = None  # a selected fusion's choices (fuse_saved(select=True))
     scores: np.ndarray = _extra()
     y: np.ndarray = _extra()
     model: object = _extra()
@@ -410,12 +411,79 @@ def saved_results(columns):
     return out
 
 
-def fuse_saved(columns, classifier="svm"):
+class TopColumns(TransformerMixin, BaseEstimator):
+    """The ``n_columns`` score columns with the best accuracy at their best threshold (maxDA)
+    on the rows ``fit`` sees (all columns with None), in decreasing order of it; the first
+    column wins a tie.
+
+    Attributes
+    ----------
+    columns_ : ndarray of int
+        The kept columns.
+    """
+
+    def __init__(self, n_columns=None):
+        self.n_columns = n_columns
+
+    def fit(self, Z, y):
+        Z = np.asarray(Z, dtype=np.float64)
+        if Z.ndim != 2 or Z.shape[0] != np.shape(y)[0]:
+            raise ValueError(f"TopColumns needs scores (n_pairs, n_columns) and one label per "
+                             f"pair, got shapes {Z.shape} and {np.shape(y)}.")
+        n = Z.shape[1] if self.n_columns is None else min(self.n_columns, Z.shape[1])
+        quality = np.array([max_decision_accuracy(y, Z[:, j])[0] for j in range(Z.shape[1])])
+        self.columns_ = np.argsort(-quality, kind="stable")[:n]
+        return self
+
+    def transform(self, Z):
+        return np.asarray(Z)[:, self.columns_]
+
+
+FUSION_CS = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
+FUSION_COLUMNS = (2, 4, 8, 16, None)
+
+
+def fusion_search(n_columns=FUSION_COLUMNS, Cs=FUSION_CS, n_splits=5):
+    """The fusion's own choices, by 5-fold cross-validation (stratified, seeded) on the pairs
+    it is given (the validation fold): how many of the best score columns to keep
+    (:class:`TopColumns`, ranked inside each training part), the classifier (linear SVM or
+    logistic regression) and its C, by maxDA. ``GridSearchCV`` refits the best on all of
+    them."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import LinearSVC
+
+    pipeline = Pipeline([("columns", TopColumns()), ("scale", StandardScaler()),
+                         ("classifier", LinearSVC(random_state=0))])
+    grid = [{"columns__n_columns": list(n_columns), "classifier": [classifier],
+             "classifier__C": list(Cs)}
+            for classifier in (LinearSVC(random_state=0), LogisticRegression())]
+    return GridSearchCV(pipeline, grid, scoring=_validation_accuracy,
+                        cv=StratifiedKFold(n_splits, shuffle=True, random_state=0),
+                        error_score="raise")
+
+
+def _fusion_choice(search, names):
+    best = search.best_estimator_
+    classifier = best.named_steps["classifier"]
+    return {"classifier": "svm" if type(classifier).__name__ == "LinearSVC" else "logistic",
+            "C": float(classifier.C), "n_columns": int(best.named_steps["columns"].columns_.size),
+            "columns": [names[j] for j in best.named_steps["columns"].columns_],
+            "cv_maxda": float(search.best_score_)}
+
+
+def fuse_saved(columns, classifier="svm", select=False):
     """Seed 002 IV.D across descriptors: per experiment, a linear SVM (or logistic
     regression, seed 001 5.3) on the saved scores of ``columns`` (``{(source, method):
     experiments}`` from :func:`load_scores`), fitted on the validation pairs, threshold chosen
     there for accuracy, tested on the test pairs. Every column must hold the same experiments
-    on the same pairs (same labels). Returns one ``[Result('fusion')]`` per experiment."""
+    on the same pairs (same labels). Returns one ``[Result('fusion')]`` per experiment.
+
+    With ``select``, ``classifier`` is ignored: :func:`fusion_search` chooses the columns,
+    the classifier and its C by cross-validation inside the validation fold, and the
+    Result's ``choice`` records them (the test scores are not read until the choice is
+    made)."""
     names, sets = list(columns), list(columns.values())
     if len(names) < 2:
         raise ValueError(f"fusion needs at least two score columns, got {len(names)}.")
@@ -429,11 +497,19 @@ def fuse_saved(columns, classifier="svm"):
                                  f"same pairs ({key} differ); fuse runs of one protocol only.")
         val_Z = np.column_stack([c["val_scores"] for c in cells])
         test_Z = np.column_stack([c["scores"] for c in cells])
-        model = fusion_model(classifier).fit(val_Z, cells[0]["val_y"])
+        choice = None
+        if select:
+            search = fusion_search().fit(val_Z, cells[0]["val_y"])
+            model, choice = search.best_estimator_, _fusion_choice(
+                search, [f"{source}:{method}" for source, method in names])
+        else:
+            model = fusion_model(classifier).fit(val_Z, cells[0]["val_y"])
         val_scores = model.decision_function(val_Z)
         threshold = max_decision_accuracy(cells[0]["val_y"], val_scores)[1]
-        out.append([_test_result("fusion", model.decision_function(test_Z), cells[0]["y"],
-                                 threshold, np.nan, model, (val_scores, cells[0]["val_y"]))])
+        result = _test_result("fusion", model.decision_function(test_Z), cells[0]["y"],
+                              threshold, np.nan, model, (val_scores, cells[0]["val_y"]))
+        result.choice = choice
+        out.append([result])
     return out
 
 
