@@ -206,6 +206,12 @@ def test_cli_select_errors(argv, message, capsys):
 
 # -- the fusion's own choices, on the validation fold only --------------------------------
 
+@pytest.fixture
+def small_fusion_grid(monkeypatch):
+    monkeypatch.setattr(verification, "FUSION_COLUMNS", (1, 2, None))
+    monkeypatch.setattr(verification, "FUSION_CS", (1e-2, 1.0))
+
+
 def _score_columns(n_columns=6, n_informative=2, n_experiments=2, seed=0):
     """{(source, method): experiments} of saved scores: the first columns carry the label,
     the others are noise."""
@@ -234,7 +240,7 @@ def test_top_columns_ranks_by_maxda():
         verification.TopColumns().fit(Z, y[:5])
 
 
-def test_selected_fusion_records_its_choice_and_ignores_the_test_fold():
+def test_selected_fusion_records_its_choice_and_ignores_the_test_fold(small_fusion_grid):
     columns = _score_columns()
     clean = verification.fuse_saved(columns, select=True)
     for (result,) in clean:
@@ -248,7 +254,7 @@ def test_selected_fusion_records_its_choice_and_ignores_the_test_fold():
     assert [r.threshold for (r,) in dirty] == [r.threshold for (r,) in clean]
 
 
-def test_selected_fusion_search_equals_its_grid_by_hand():
+def test_selected_fusion_search_equals_its_grid_by_hand(small_fusion_grid):
     """The chosen (columns, classifier, C) has the best 5-fold CV maxDA of the grid."""
     from sklearn.base import clone
     from sklearn.model_selection import StratifiedKFold, cross_val_score
@@ -266,7 +272,7 @@ def test_selected_fusion_search_equals_its_grid_by_hand():
     assert search.best_index_ == int(np.argmax(scores))
 
 
-def test_cli_fuse_select(tmp_path, capsys):
+def test_cli_fuse_select(tmp_path, capsys, small_fusion_grid):
     path = tmp_path / "s.npz"
     arrays = {f"{src}/{m}/{e}/{k}": v for (src, m), cells in _score_columns().items()
               for e, c in enumerate(cells) for k, v in c.items()}

@@ -443,12 +443,13 @@ FUSION_CS = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
 FUSION_COLUMNS = (2, 4, 8, 16, None)
 
 
-def fusion_search(n_columns=FUSION_COLUMNS, Cs=FUSION_CS, n_splits=5):
+def fusion_search(n_columns=None, Cs=None, n_splits=5):
     """The fusion's own choices, by 5-fold cross-validation (stratified, seeded) on the pairs
     it is given (the validation fold): how many of the best score columns to keep
     (:class:`TopColumns`, ranked inside each training part), the classifier (linear SVM or
     logistic regression) and its C, by maxDA. ``GridSearchCV`` refits the best on all of
-    them."""
+    them. ``n_columns`` and ``Cs`` default to :data:`FUSION_COLUMNS` and
+    :data:`FUSION_CS`."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
     from sklearn.preprocessing import StandardScaler
@@ -456,8 +457,8 @@ def fusion_search(n_columns=FUSION_COLUMNS, Cs=FUSION_CS, n_splits=5):
 
     pipeline = Pipeline([("columns", TopColumns()), ("scale", StandardScaler()),
                          ("classifier", LinearSVC(random_state=0))])
-    grid = [{"columns__n_columns": list(n_columns), "classifier": [classifier],
-             "classifier__C": list(Cs)}
+    grid = [{"columns__n_columns": list(FUSION_COLUMNS if n_columns is None else n_columns),
+             "classifier": [classifier], "classifier__C": list(FUSION_CS if Cs is None else Cs)}
             for classifier in (LinearSVC(random_state=0), LogisticRegression())]
     return GridSearchCV(pipeline, grid, scoring=_validation_accuracy,
                         cv=StratifiedKFold(n_splits, shuffle=True, random_state=0),
