@@ -283,3 +283,18 @@ def test_cli_fuse_select(tmp_path, capsys, small_fusion_grid):
     record = json.loads(out.read_text())
     fusion = [r for r in record["results"] if r["method"] == "fusion"]
     assert len(fusion) == 2 and all(r["choice"]["columns"] for r in fusion)
+
+
+def test_cli_fuse_keeps_columns_of_two_files_with_one_source(tmp_path, capsys):
+    """Two runs of one descriptor (e.g. other LBP cells) give the same SOURCE/METHOD keys: the
+    second file's columns are renamed SOURCE@STEM, not silently dropped."""
+    cells = _score_columns(n_columns=2, n_experiments=1)
+    paths = []
+    for stem in ("a", "b"):
+        paths.append(tmp_path / f"{stem}.npz")
+        np.savez(paths[-1], **{f"{src}/{m}/{e}/{k}": v for (src, m), cs in cells.items()
+                               for e, c in enumerate(cs) for k, v in c.items()})
+    out = tmp_path / "f.json"
+    assert main(["fuse", *map(str, paths), "--json", str(out)]) == 0
+    methods = {r["method"] for r in json.loads(out.read_text())["results"]}
+    assert methods == {"src:m0", "src:m1", "src@b:m0", "src@b:m1", "fusion"}

@@ -1,5 +1,7 @@
 """``metricfit fuse``: fuse the saved scores of several ``metricfit verify`` runs."""
 
+from pathlib import Path
+
 from ..experiments import verification
 from ._output import _write_json
 
@@ -8,7 +10,10 @@ def run(args):
     """Seed 002 IV.D across descriptors: fuse saved score columns, print each and the fusion."""
     columns = {}
     for path in args.files:
-        columns.update(verification.load_scores(path))
+        for (source, method), cells in verification.load_scores(path).items():
+            if (source, method) in columns:  # e.g. two runs of one descriptor, other settings
+                source = f"{source}@{Path(path).stem}"
+            columns[(source, method)] = cells
     wanted = None if args.methods is None else set(verification.resolve_methods(args.methods))
     columns = {key: value for key, value in columns.items()
                if key[1] != "fusion" and (wanted is None or key[1] in wanted)}
