@@ -51,6 +51,14 @@ def _lam_list(text):
     return lams
 
 
+def _dim_list(text):
+    """A comma-separated list of positive integers (at least one)."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected comma-separated dimensions, got {text!r}")
+    return [_positive_int(item) for item in items]
+
+
 def _methods(text):
     names = [t.strip() for t in text.split(",") if t.strip()]
     if not names:
@@ -121,6 +129,16 @@ def _parser():
     verify.add_argument("--lams", default=",".join(map(str, verification.DEFAULT_LAMS)),
                         type=_lam_list,
                         help="comma-separated lambda grid, chosen on the validation pairs")
+    verify.add_argument("--select", action="store_true",
+                        help="choose per method and experiment, on the validation pairs only, "
+                             "the WPCA dimension (from --dims), L2 normalisation after WPCA "
+                             "(on/off) and lambda (--lams, one decade beyond its edge where "
+                             "the best lies there); WPCA is fitted once per experiment at the "
+                             "largest dimension. Off by default: --n-components, no "
+                             "normalisation, --lams as given (the older tables)")
+    verify.add_argument("--dims", default=",".join(map(str, verification.DEFAULT_DIMS)),
+                        type=_dim_list, help="with --select: candidate WPCA dimensions "
+                                             "(comma-separated; capped at rank)")
     verify.add_argument("--repeats", type=_positive_int, default=5, help="digits: random splits")
     verify.add_argument("--max-iter", type=_positive_int, default=200)
     verify.add_argument("--threads", type=_positive_int, default=None,
@@ -147,6 +165,10 @@ def _parser():
     fuse.add_argument("--methods", default=None, type=_methods,
                       help="comma-separated methods to fuse (default: all but 'fusion')")
     fuse.add_argument("--classifier", choices=["svm", "logistic"], default="svm")
+    fuse.add_argument("--select", action="store_true",
+                      help="choose the columns (the best 2, 4, 8, 16 or all by validation "
+                           "maxDA), the classifier (svm, logistic) and C by 5-fold CV inside "
+                           "each validation fold (--classifier is then ignored)")
     fuse.add_argument("--json", default=None, type=_output_file, metavar="OUT",
                       help="write results as strict JSON")
     bench = commands.add_parser("bench", help="gradient timing of the prepared objectives")

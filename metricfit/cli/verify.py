@@ -76,7 +76,8 @@ def _features(images, kind, quiet, lbp_block=10):
 
 def _run(args, data, vectors, methods, lams, progress):
     options = dict(methods=methods, lams=lams, max_iter=args.max_iter, progress=progress,
-                   fusion=args.fusion, snorm=args.snorm)
+                   fusion=args.fusion, snorm=args.snorm,
+                   selection=dict(dims=args.dims) if args.select else None)
     if args.data == "digits":
         experiments = verification.run_digits(vectors, data.labels, n_components=args.n_components
                                               or 32, n_repeats=args.repeats, **options)
@@ -116,6 +117,9 @@ def run(args):
     if args.fusion and len(methods) < 2:
         raise ValueError("--fusion needs at least two methods.")
     _check_back_end_flags(args)
+    if args.select and args.n_components is not None:
+        raise ValueError("--n-components and --select exclude each other: with --select the "
+                         "WPCA dimension is chosen from --dims.")
     if args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -134,10 +138,15 @@ def run(args):
                    "verify", args.quiet)
         experiments, protocol = _run(args, data, vectors, methods, lams, lambda e, r: bar.step(
             f"experiment {e + 1}: {r.method} {100 * r.accuracy:.2f} %"
-            + ("" if np.isnan(r.lam) else f" (lambda {r.lam:g})")))
+            + ("" if np.isnan(r.lam) else f" (lambda {r.lam:g})")
+            + ("" if r.n_components is None else f" (dim {r.n_components}, "
+               f"{'L2' if r.normalize else 'no L2'})")))
     rows = verification.summarise(experiments)
     curves = verification.mean_curves(experiments)
     seconds = time.perf_counter() - start
+    if args.select:
+        protocol += (f"; chosen on validation per method: WPCA dimension from "
+                     f"{','.join(map(str, args.dims))}, L2 on/off, lambda")
     print(f"{protocol}; features {args.features}; mean +- SEM over {len(experiments)}; "
           f"{seconds:.1f} s")
     print(verification.format_table(rows, calibrated=args.calibrate))
@@ -148,7 +157,10 @@ def run(args):
         _write_json(args.json, {
             "data": args.data, "features": args.features, "protocol": protocol,
             "setting": None if args.data == "digits" else args.setting or "restricted",
-            "methods": methods, "fusion": args.fusion, "seconds": seconds, "summary": rows,
+            "methods": methods, "fusion": args.fusion, "seconds": seconds,
+            "selection": {"dims": args.dims, "normalize": [False, True],
+                          "lams": list(lams), "edge_decades": 1} if args.select else None,
+            "summary": rows,
             "results": verification.as_records(experiments), "curves": curves})
     if args.plot:
         _plot(args.plot, curves, rows, f"{protocol}; features {args.features}")

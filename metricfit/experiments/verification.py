@@ -18,25 +18,28 @@ import functools
 from dataclasses import dataclass, field, fields
 
 import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.model_selection import GridSearchCV
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.utils import check_random_state
 
 from ..learners.fusion import ScoreFusion, fusion_model
 from ..learners import CSML, DDML, LDML, TSML, CosineSimilarity
+from ..mappings import l2_normalise
 from ..metrics import (accuracy_at_threshold, equal_error_rate, fa_fr_curve,
                       max_decision_accuracy, roc_curve)
-from ..pairs import (FoldRotation, ValidationSplit, fold_pairs, identity_folds, sample_pairs,
-                     unrestricted_pairs)
+from ..pairs import (FoldRotation, ValidationSplit, check_points_or_pairs, fold_pairs,
+                     identity_folds, sample_pairs, unrestricted_pairs)
 from ..whitening import WCCN, WPCA
 
 METHODS = ("baseline", "wccn", "csml-i", "csml-wccn", "tsml-i", "tsml-wccn", "tsml-sim",
            "ddml-i", "ddml-sim", "ldml", "tsml-wccn-sim", "csml-sim", "ddml-wccn", "plda",
-           "plda-lnorm")
+           "plda-lnorm", "tsml-lda", "csml-lda", "tsml-plda", "csml-plda")
 ALIASES = {"csml": "csml-i", "tsml": "tsml-i", "ddml": "ddml-i"}
 SIMILAR_ONLY = {"tsml-i": "tsml-sim", "ddml-i": "ddml-sim"}
 DEFAULT_METHODS = ("baseline", "wccn", "csml-i", "tsml-i", "tsml-wccn", "tsml-sim")
 DEFAULT_LAMS = (1e-3, 1e-2, 1e-1, 1.0)
+DEFAULT_DIMS = (100, 200, 300)
 
 
 def make_method(name, lam=None, max_iter=200):
@@ -45,7 +48,13 @@ def make_method(name, lam=None, max_iter=200):
 
     Beyond Table I (issue 15): 'tsml-wccn-sim' is TSML started from WCCN on similar pairs only
     (seed 002 III.D and III.E together), 'csml-sim' CSML-I on similar pairs only, 'ddml-wccn'
-    DDML started from WCCN."""
+    DDML started from WCCN; 'tsml-lda' / 'csml-lda' (and '-plda') are TSML-I / CSML-I started
+    from (and regularised towards) the LDA projection (:class:`~metricfit.backend.LDA`) or
+    PLDA's simultaneous-diagonalisation transform (``PLDA.components_``), fitted on the same
+    training pairs (each similar pair a class of two) inside each fit."""
+    from ..backend import LDA
+    from ..learners.plda import PLDA
+
     learned = {
         "csml-i": lambda: CSML(lam=lam, max_iter=max_iter),
         "csml-wccn": lambda: CSML(init="wccn", lam=lam, max_iter=max_iter),
@@ -59,6 +68,10 @@ def make_method(name, lam=None, max_iter=200):
                                       max_iter=max_iter),
         "csml-sim": lambda: CSML(lam=lam, similar_only=True, max_iter=max_iter),
         "ddml-wccn": lambda: DDML(init="wccn", lam=lam, max_iter=max_iter),
+        "tsml-lda": lambda: TSML(init=LDA(), lam=lam, max_iter=max_iter),
+        "csml-lda": lambda: CSML(init=LDA(), lam=lam, max_iter=max_iter),
+        "tsml-plda": lambda: TSML(init=PLDA(), lam=lam, max_iter=max_iter),
+        "csml-plda": lambda: CSML(init=PLDA(), lam=lam, max_iter=max_iter),
     }
     if name == "baseline":
         return CosineSimilarity()
@@ -131,6 +144,9 @@ class Result:
     cllr_raw: float = np.nan  # of the decision values as they are
     cllr: float = np.nan  # after linear calibration on the validation fold
     act_dcf: float = np.nan  # P_target 0.01, after the same calibration
+    n_components: int = None  # chosen WPCA dimension (with the selection of issue 15)
+    normalize: bool = None  # L2 normalisation after WPCA chosen (same)
+    choice: dict = None  # a selected fusion's choices (fuse_saved(select=True))
     scores: np.ndarray = _extra()
     y: np.ndarray = _extra()
     model: object = _extra()
@@ -138,13 +154,14 @@ class Result:
     val_y: np.ndarray = _extra()
 
 
-def _test_result(name, scores, y, threshold, lam, model, val=None):
+def _test_result(name, scores, y, threshold, lam, model, val=None, n_components=None,
+                 normalize=None):
     val_scores, val_y = (None, None) if val is None else (np.asarray(val[0]), np.asarray(val[1]))
     return Result(method=name, accuracy=accuracy_at_threshold(y, scores, threshold),
                   maxda=max_decision_accuracy(y, scores)[0], eer=equal_error_rate(y, scores)[0],
                   lam=float(lam), threshold=float(threshold), scores=scores, y=np.asarray(y),
-                  model=model, val_scores=val_scores, val_y=val_y,
-                  **_back_end_metrics(np.asarray(scores), y, val))
+                  model=model, val_scores=val_scores, val_y=val_y, n_components=n_components,
+                  normalize=normalize, **_back_end_metrics(np.asarray(scores), y, val))
 
 
 def _validation_accuracy(estimator, pairs, y):
@@ -179,6 +196,139 @@ def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):
     threshold = max_decision_accuracy(val[1], val_scores)[1]
     return _test_result(name, method.decision_function(test[0]), test[1], threshold, lam, method,
                         (val_scores, val[1]))
+
+
+class LeadingComponents(TransformerMixin, BaseEstimator):
+    """The first ``n_components`` coordinates of points (n, d) or pairs (n, 2, d), then, with
+    ``normalize``, each vector scaled to unit length (seed 004 section 4.1: L2 normalisation
+    after WPCA).
+
+    On WPCA output the first k coordinates of a K-dimensional WPCA are the k-dimensional WPCA
+    (same eigenvectors, same scaling, same signs), so one WPCA fitted at the largest candidate
+    dimension serves every candidate of :func:`select` without a refit.
+
+    Parameters
+    ----------
+    n_components : int or None, default=None
+        Coordinates kept; None keeps all.
+    normalize : bool, default=False
+        Scale every kept vector to unit Euclidean length (a zero vector is an error).
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    """
+
+    def __init__(self, n_components=None, normalize=False):
+        self.n_components = n_components
+        self.normalize = normalize
+
+    def fit(self, X, y=None):
+        """Check the input and that ``n_components`` fits in it; nothing is learned."""
+        X = check_points_or_pairs(X)
+        k = self.n_components
+        if k is not None and not 1 <= k <= X.shape[-1]:
+            raise ValueError(f"n_components={k} must be in [1, n_features={X.shape[-1]}].")
+        self.n_features_in_ = X.shape[-1]
+        return self
+
+    def transform(self, X):
+        """Keep the leading coordinates (and L2-normalise them with ``normalize``)."""
+        if not hasattr(self, "n_features_in_"):
+            raise ValueError("LeadingComponents is not fitted yet; call fit first.")
+        X = check_points_or_pairs(X, n_features=self.n_features_in_)
+        Z = X[..., :self.n_components]
+        if not self.normalize:
+            return Z
+        if not np.all(np.any(Z != 0, axis=-1)):
+            raise ValueError("LeadingComponents(normalize=True): a zero vector has no "
+                             "direction to normalise.")
+        return l2_normalise(Z)
+
+
+@dataclass
+class Selection:
+    """The settings :func:`select` chose on the validation fold, and their validation
+    accuracy at the best threshold (maxDA)."""
+
+    lam: float
+    n_components: int
+    normalize: bool
+    val_score: float
+
+
+def selection_pipeline(name, n_components=None, normalize=False, lam=None, max_iter=200):
+    """``LeadingComponents -> method``: the candidate :func:`select` fits (steps 'components'
+    and 'method')."""
+    return Pipeline([("components", LeadingComponents(n_components, normalize)),
+                     ("method", make_method(name, lam, max_iter))])
+
+
+def _edge_lams(lam, lams, decades=1):
+    """One more decade beyond the grid's edge where the best lambda lies on it (none for a
+    one-point grid, and none below an edge of 0)."""
+    lams = sorted(lams)
+    if len(lams) < 2:
+        return []
+    if lam == lams[-1]:
+        return [lam * 10.0 ** (i + 1) for i in range(decades)]
+    if lam == lams[0] and lam > 0:
+        return [lam / 10.0 ** (i + 1) for i in range(decades)]
+    return []
+
+
+def select(name, train, val, lams=DEFAULT_LAMS, dims=DEFAULT_DIMS, normalize=(False, True),
+           max_iter=200, edge_decades=1):
+    """Choose, on the validation pairs only, the WPCA dimension (the leading coordinates of
+    the inputs: ``dims``), the L2 normalisation after it (``normalize``) and lambda
+    (``lams``) of method ``name``, by the accuracy at the best threshold (maxDA).
+
+    ``GridSearchCV`` over :func:`selection_pipeline` with one
+    :class:`~metricfit.pairs.ValidationSplit` (fit on ``train``, score on ``val``). Where the
+    best lambda lies on the grid's edge, a second ``GridSearchCV`` tries ``edge_decades``
+    more decades beyond it at the chosen dimension and normalisation, and wins only if
+    strictly better. The first candidate wins a tie (sklearn's order: dimension, then
+    normalisation, then lambda). Returns a :class:`Selection` (lambda NaN for a method
+    without one). The test pairs are not an argument: they cannot be read."""
+    pairs = np.concatenate([train[0], val[0]])
+    y = np.concatenate([train[1], val[1]])
+    cv = ValidationSplit(np.arange(len(y)) >= len(train[1]))
+    grid = {"components__n_components": list(dims), "components__normalize": list(normalize)}
+    if has_lam(name):
+        grid["method__lam"] = list(lams)
+
+    def search(param_grid):
+        start = {key: values[0] for key, values in param_grid.items()}
+        pipeline = selection_pipeline(name, max_iter=max_iter).set_params(**start)
+        return GridSearchCV(pipeline, param_grid, scoring=_validation_accuracy, cv=cv,
+                            refit=False, error_score="raise").fit(pairs, y)
+
+    first = search(grid)
+    best, score = dict(first.best_params_), first.best_score_
+    extra = _edge_lams(best["method__lam"], lams, edge_decades) if has_lam(name) else []
+    if extra:
+        second = search({**{key: [value] for key, value in best.items()},
+                         "method__lam": extra})
+        if second.best_score_ > score:
+            best, score = dict(second.best_params_), second.best_score_
+    return Selection(lam=float(best.get("method__lam", np.nan)),
+                     n_components=int(best["components__n_components"]),
+                     normalize=bool(best["components__normalize"]), val_score=float(score))
+
+
+def select_all_and_test(name, train, val, test, lams=DEFAULT_LAMS, dims=DEFAULT_DIMS,
+                        normalize=(False, True), max_iter=200, edge_decades=1):
+    """:func:`select` on ``train`` / ``val``, then the chosen pipeline fitted on ``train``,
+    its threshold of best accuracy on ``val``, evaluated on ``test``. The Result carries the
+    chosen ``lam``, ``n_components`` and ``normalize``."""
+    chosen = select(name, train, val, lams, dims, normalize, max_iter, edge_decades)
+    lam = None if np.isnan(chosen.lam) else chosen.lam
+    method = selection_pipeline(name, chosen.n_components, chosen.normalize, lam,
+                                max_iter).fit(*train)
+    val_scores = method.decision_function(val[0])
+    threshold = max_decision_accuracy(val[1], val_scores)[1]
+    return _test_result(name, method.decision_function(test[0]), test[1], threshold, chosen.lam,
+                        method, (val_scores, val[1]), chosen.n_components, chosen.normalize)
 
 
 def snorm_result(result, cohort, val, test):
@@ -261,12 +411,80 @@ def saved_results(columns):
     return out
 
 
-def fuse_saved(columns, classifier="svm"):
+class TopColumns(TransformerMixin, BaseEstimator):
+    """The ``n_columns`` score columns with the best accuracy at their best threshold (maxDA)
+    on the rows ``fit`` sees (all columns with None), in decreasing order of it; the first
+    column wins a tie.
+
+    Attributes
+    ----------
+    columns_ : ndarray of int
+        The kept columns.
+    """
+
+    def __init__(self, n_columns=None):
+        self.n_columns = n_columns
+
+    def fit(self, Z, y):
+        Z = np.asarray(Z, dtype=np.float64)
+        if Z.ndim != 2 or Z.shape[0] != np.shape(y)[0]:
+            raise ValueError(f"TopColumns needs scores (n_pairs, n_columns) and one label per "
+                             f"pair, got shapes {Z.shape} and {np.shape(y)}.")
+        n = Z.shape[1] if self.n_columns is None else min(self.n_columns, Z.shape[1])
+        quality = np.array([max_decision_accuracy(y, Z[:, j])[0] for j in range(Z.shape[1])])
+        self.columns_ = np.argsort(-quality, kind="stable")[:n]
+        return self
+
+    def transform(self, Z):
+        return np.asarray(Z)[:, self.columns_]
+
+
+FUSION_CS = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
+FUSION_COLUMNS = (2, 4, 8, 16, None)
+
+
+def fusion_search(n_columns=None, Cs=None, n_splits=5):
+    """The fusion's own choices, by 5-fold cross-validation (stratified, seeded) on the pairs
+    it is given (the validation fold): how many of the best score columns to keep
+    (:class:`TopColumns`, ranked inside each training part), the classifier (linear SVM or
+    logistic regression) and its C, by maxDA. ``GridSearchCV`` refits the best on all of
+    them. ``n_columns`` and ``Cs`` default to :data:`FUSION_COLUMNS` and
+    :data:`FUSION_CS`."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import LinearSVC
+
+    pipeline = Pipeline([("columns", TopColumns()), ("scale", StandardScaler()),
+                         ("classifier", LinearSVC(random_state=0))])
+    grid = [{"columns__n_columns": list(FUSION_COLUMNS if n_columns is None else n_columns),
+             "classifier": [classifier], "classifier__C": list(FUSION_CS if Cs is None else Cs)}
+            for classifier in (LinearSVC(random_state=0), LogisticRegression())]
+    return GridSearchCV(pipeline, grid, scoring=_validation_accuracy,
+                        cv=StratifiedKFold(n_splits, shuffle=True, random_state=0),
+                        error_score="raise")
+
+
+def _fusion_choice(search, names):
+    best = search.best_estimator_
+    classifier = best.named_steps["classifier"]
+    return {"classifier": "svm" if type(classifier).__name__ == "LinearSVC" else "logistic",
+            "C": float(classifier.C), "n_columns": int(best.named_steps["columns"].columns_.size),
+            "columns": [names[j] for j in best.named_steps["columns"].columns_],
+            "cv_maxda": float(search.best_score_)}
+
+
+def fuse_saved(columns, classifier="svm", select=False):
     """Seed 002 IV.D across descriptors: per experiment, a linear SVM (or logistic
     regression, seed 001 5.3) on the saved scores of ``columns`` (``{(source, method):
     experiments}`` from :func:`load_scores`), fitted on the validation pairs, threshold chosen
     there for accuracy, tested on the test pairs. Every column must hold the same experiments
-    on the same pairs (same labels). Returns one ``[Result('fusion')]`` per experiment."""
+    on the same pairs (same labels). Returns one ``[Result('fusion')]`` per experiment.
+
+    With ``select``, ``classifier`` is ignored: :func:`fusion_search` chooses the columns,
+    the classifier and its C by cross-validation inside the validation fold, and the
+    Result's ``choice`` records them (the test scores are not read until the choice is
+    made)."""
     names, sets = list(columns), list(columns.values())
     if len(names) < 2:
         raise ValueError(f"fusion needs at least two score columns, got {len(names)}.")
@@ -280,17 +498,25 @@ def fuse_saved(columns, classifier="svm"):
                                  f"same pairs ({key} differ); fuse runs of one protocol only.")
         val_Z = np.column_stack([c["val_scores"] for c in cells])
         test_Z = np.column_stack([c["scores"] for c in cells])
-        model = fusion_model(classifier).fit(val_Z, cells[0]["val_y"])
+        choice = None
+        if select:
+            search = fusion_search().fit(val_Z, cells[0]["val_y"])
+            model, choice = search.best_estimator_, _fusion_choice(
+                search, [f"{source}:{method}" for source, method in names])
+        else:
+            model = fusion_model(classifier).fit(val_Z, cells[0]["val_y"])
         val_scores = model.decision_function(val_Z)
         threshold = max_decision_accuracy(cells[0]["val_y"], val_scores)[1]
-        out.append([_test_result("fusion", model.decision_function(test_Z), cells[0]["y"],
-                                 threshold, np.nan, model, (val_scores, cells[0]["val_y"]))])
+        result = _test_result("fusion", model.decision_function(test_Z), cells[0]["y"],
+                              threshold, np.nan, model, (val_scores, cells[0]["val_y"]))
+        result.choice = choice
+        out.append([result])
     return out
 
 
 def run_folds(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_components=100,
               lams=DEFAULT_LAMS, max_iter=200, progress=None, train_pairs=None, fusion=False,
-              experiments=None, snorm=None):
+              experiments=None, snorm=None, selection=None):
     """:func:`run_experiment` for each experiment of the fold rotation of seed 002 III.A
     (:class:`~metricfit.pairs.FoldRotation`: n-2 folds train, the next validates, the one
     after tests) over ``fold``, the fold of each of the fixed pairs ``pair_index`` (row indices
@@ -309,7 +535,7 @@ def run_folds(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_component
             splits[0] = train_pairs(train_folds, e)
         results.append(run_experiment(vectors, splits, methods, n_components, lams,
                                       max_iter, functools.partial(progress, e)
-                                      if progress else None, fusion, snorm))
+                                      if progress else None, fusion, snorm, selection))
     return results
 
 
@@ -324,7 +550,7 @@ def run_lfw_restricted(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_
 
 
 def run_experiment(vectors, splits, methods, n_components, lams=DEFAULT_LAMS, max_iter=200,
-                   progress=None, fusion=False, snorm=None):
+                   progress=None, fusion=False, snorm=None, selection=None):
     """One experiment: WPCA to ``n_components`` (capped at half the training images, whose
     whitened variances would be ill-estimated beyond, and at the dimension) fitted on the
     distinct images of the training pairs (no labels, no identities), then
@@ -332,16 +558,32 @@ def run_experiment(vectors, splits, methods, n_components, lams=DEFAULT_LAMS, ma
     (an int K), each method also gets a row 'METHOD+snorm': its scores s-normalised with a
     cohort of K training images (:func:`snorm_result`).
 
+    With ``selection`` (a dict of :func:`select`'s ``dims``, ``normalize``, ``edge_decades``;
+    missing keys take its defaults), ``n_components`` is ignored: WPCA is fitted once, at the
+    largest candidate dimension (capped as above), and :func:`select_all_and_test` chooses
+    the dimension (leading coordinates of that WPCA), the normalisation and lambda of every
+    method on the validation pairs.
+
     ``splits`` is ``[(index_pairs, y)]`` for train, validation and test: row indices into
     ``vectors`` (n_images, n_features). ``progress(result)`` is called after each method.
     """
     images = np.unique(splits[0][0])
-    k = min(n_components, images.size // 2, vectors.shape[1])
+    cap = min(images.size // 2, vectors.shape[1])
+    if selection is not None:
+        selection = dict(selection)
+        dims = sorted({min(k, cap) for k in selection.pop("dims", DEFAULT_DIMS)})
+        k = dims[-1]
+    else:
+        k = min(n_components, cap)
     embedded = WPCA(n_components=k).fit(vectors[images]).transform(vectors)
     data = [(embedded[index_pairs], y) for index_pairs, y in splits]
     results = []
     for name in methods:
-        results.append(select_and_test(name, *data, lams=lams, max_iter=max_iter))
+        if selection is not None:
+            results.append(select_all_and_test(name, *data, lams=lams, dims=dims,
+                                               max_iter=max_iter, **selection))
+        else:
+            results.append(select_and_test(name, *data, lams=lams, max_iter=max_iter))
         if progress:
             progress(results[-1])
         if snorm:
@@ -408,7 +650,8 @@ def digits_split(labels, n_pairs=1000, random_state=0):
 
 
 def run_digits(images, labels, methods=DEFAULT_METHODS, n_components=32, lams=DEFAULT_LAMS,
-               n_repeats=5, max_iter=200, progress=None, fusion=False, snorm=None):
+               n_repeats=5, max_iter=200, progress=None, fusion=False, snorm=None,
+               selection=None):
     """:func:`run_experiment` on ``n_repeats`` random :func:`digits_split` splits. Returns one
     list of Results per repeat."""
     experiments = []
@@ -417,7 +660,7 @@ def run_digits(images, labels, methods=DEFAULT_METHODS, n_components=32, lams=DE
         splits = [split[name] for name in ("train", "val", "test")]
         experiments.append(run_experiment(images, splits, methods, n_components, lams, max_iter,
                                           functools.partial(progress, repeat)
-                                          if progress else None, fusion, snorm))
+                                          if progress else None, fusion, snorm, selection))
     return experiments
 
 
@@ -431,6 +674,9 @@ def summarise(experiments):
             sem = values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else 0.0
             row[key], row[key + "_sem"] = float(values.mean()), float(sem)
         row["lams"] = [r.lam for r in column]
+        if any(r.n_components is not None for r in column):
+            row["n_components"] = [r.n_components for r in column]
+            row["normalize"] = [r.normalize for r in column]
         rows.append(row)
     return rows
 

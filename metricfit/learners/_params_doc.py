@@ -13,11 +13,15 @@ SIAMESE_PARAMETERS = """
         Hidden units of 'mlp' (None: n_components).
     normalize : bool, default=False
         L2-normalise the inputs first (seed 004 4.1), in fit and transform alike.
-    init : {'auto', 'identity', 'wccn'} or array, default='auto'
+    init : {'auto', 'identity', 'wccn'}, array or transformer, default='auto'
         Linear mapping: A0, the start and the target of the regulariser; 'auto' and
         'identity' are the first k rows of I (-I variants), 'wccn' learns WCCN on the
         training pairs, each similar pair a class of its own (-WCCN, seed 002 III.D); an
-        array of shape (k, d). Non-linear: 'auto' draws Glorot-uniform weights (seed 004
+        array of shape (k, d); a transformer with ``components_`` of shape (k, d) (e.g. a
+        fitted :class:`~metricfit.backend.LDA` or :class:`~metricfit.PLDA`), or one without
+        them yet, which a clone of is fitted on the training pairs and labels (note that
+        scikit-learn's ``clone``, e.g. in ``GridSearchCV``, un-fits an estimator parameter,
+        so there it is refitted on each training set). Non-linear: 'auto' draws Glorot-uniform weights (seed 004
         eq. 13) and the regulariser pulls towards 0; an array is a flat parameter vector.
     lam : float, default=1e-3
         lambda, the weight of ``1/2 ||W - W0||^2``.

@@ -17,7 +17,7 @@ import functools
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, StrOptions, validate_params
@@ -41,6 +41,16 @@ def _rows(pairs, mask):
     return pairs if mask.all() else pairs[mask]
 
 
+class _Transformer:
+    """``init`` constraint: a transformer with ``components_`` (fitted) or ``fit``."""
+
+    def is_satisfied_by(self, value):
+        return hasattr(value, "components_") or hasattr(value, "fit")
+
+    def __str__(self):
+        return "a transformer with components_ or fit"
+
+
 class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEstimator):
     """Base of the learners built on one mapping, one pair loss and one optimizer.
 
@@ -53,7 +63,7 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
         "mapping": [StrOptions(set(MAPPINGS)), Mapping],
         "n_hidden": [Interval(Integral, 1, None), None],
         "normalize": ["boolean"],
-        "init": [StrOptions({"auto", "identity", "wccn"}), "array-like"],
+        "init": [StrOptions({"auto", "identity", "wccn"}), "array-like", _Transformer()],
         "lam": [Interval(Real, 0, None)],
         "similar_only": ["boolean"],
         "preprocessor": ["array-like", None],
@@ -155,8 +165,14 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
         """(start, regulariser target). 'auto': the mapping's own start (linear: identity
         rows, the target too, seed 002 eq. 9; others: Glorot-uniform, seed 004 eq. 13, target
         0, i.e. weight decay). 'identity', 'wccn' (matrix mappings) and arrays are both start
-        and target."""
+        and target. A transformer: its ``components_`` (k, d), fitted here on the training
+        pairs and labels (a clone) if it has none yet."""
         init = self.init
+        if _Transformer().is_satisfied_by(init) and not hasattr(init, "__array__"):
+            if not hasattr(init, "components_"):
+                init = clone(init).fit(pairs, s)
+            theta0 = self._array_init(mapping, init.components_).astype(dtype)
+            return theta0, theta0
         if isinstance(init, str) and init == "auto":
             theta0 = mapping.init(self.random_state).astype(dtype)
             return theta0, (theta0 if mapping.regularise_towards_init else np.zeros_like(theta0))
@@ -180,8 +196,8 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
         theta0 = theta0.astype(dtype)
         return theta0, theta0
 
-    def _array_init(self, mapping):
-        A0 = np.asarray(self.init, dtype=np.float64)
+    def _array_init(self, mapping, init=None):
+        A0 = np.asarray(self.init if init is None else init, dtype=np.float64)
         expected = np.shape(mapping.as_attribute(np.zeros(mapping.n_params)))
         if A0.shape != expected and mapping.is_matrix:
             raise ValueError(f"init must have shape (n_components, n_features) = {expected}, "
