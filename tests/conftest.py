@@ -25,3 +25,17 @@ def lfw_dir():
     if not (path / "pairs.txt").is_file():
         pytest.skip(f"LFW data not found under {path} (set METRICFIT_DATA)")
     return path
+
+
+def digits_protocol_pairs(n_components, n_pairs=150):
+    """The digits verification protocol's (train, val, test) pairs, each ``(vectors, y)``, on
+    a WPCA of ``n_components`` fitted on all digits (shared by the experiments' tests)."""
+    from sklearn.datasets import load_digits
+
+    from metricfit.experiments import verification
+    from metricfit.whitening import WPCA
+
+    digits = load_digits()
+    split = verification.digits_split(digits.target, n_pairs=n_pairs, random_state=0)
+    vectors = WPCA(n_components=n_components).fit(digits.data).transform(digits.data)
+    return [(vectors[index], y) for index, y in (split[s] for s in ("train", "val", "test"))]

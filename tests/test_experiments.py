@@ -3,12 +3,11 @@
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
+from conftest import digits_protocol_pairs
 
 from metricfit.experiments import verification
 from metricfit.metrics import max_decision_accuracy
 from metricfit.pairs import ValidationSplit
-from metricfit.whitening import WPCA
 
 
 def test_validation_split_is_one_train_validation_split():
@@ -34,10 +33,7 @@ def test_validation_split_checks_the_number_of_pairs():
 
 @pytest.fixture(scope="module")
 def digits_data():
-    digits = load_digits()
-    split = verification.digits_split(digits.target, n_pairs=150, random_state=0)
-    vectors = WPCA(n_components=16).fit(digits.data).transform(digits.data)
-    return [(vectors[index], y) for index, y in (split[s] for s in ("train", "val", "test"))]
+    return digits_protocol_pairs(n_components=16)
 
 
 @pytest.mark.parametrize("name", ["tsml-i", "csml-i"])

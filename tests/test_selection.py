@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
+from conftest import digits_protocol_pairs
 
 from metricfit.cli import main
 from metricfit.experiments import verification
@@ -60,10 +60,7 @@ def test_leading_components_before_fit():
 
 @pytest.fixture(scope="module")
 def digits_data():
-    digits = load_digits()
-    split = verification.digits_split(digits.target, n_pairs=150, random_state=0)
-    vectors = WPCA(n_components=24).fit(digits.data).transform(digits.data)
-    return [(vectors[index], y) for index, y in (split[s] for s in ("train", "val", "test"))]
+    return digits_protocol_pairs(n_components=24)
 
 
 def _explicit_loop(name, train, val, lams, dims, max_iter):
