@@ -117,3 +117,18 @@ def test_strict_json_maps_non_finite_to_null():
              "c": np.array([1.0, -np.inf])}
     assert cli.strict_json(value) == {"a": None, "b": [None, 1.5, 3], "c": [1.0, None]}
     json.dumps(cli.strict_json(value), allow_nan=False)
+
+
+def test_a_closed_pipe_ends_quietly():
+    """`metricfit verify | head`: the reader closes the pipe before the table is written; the
+    command ends with status 1 and no traceback (it printed 'BrokenPipeError' before)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "metricfit.cli", "verify", "--methods", "baseline"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 1
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr

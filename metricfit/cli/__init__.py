@@ -21,7 +21,8 @@ blocks; ``--lbp-block``), oclbp (seed 002's 3 configurations), dsift (dense SIFT
 gabor (5 scales x 8 orientations, 10x10 block means), hog (9 bins, 8x8 cells, 2x2 blocks),
 and the square root of each (sqrt-lbp, ...); blocks at most half the image (digits: 4x4),
 HOG cells at most a quarter, SIFT patches at most the image. Method aliases csml, tsml, ddml
-= csml-i, tsml-i, ddml-i; ``--similar-only`` makes tsml-i, ddml-i tsml-sim, ddml-sim. ``--fusion``: a row 'fusion', a linear SVM on the
+= csml-i, tsml-i, ddml-i; ``--similar-only`` makes tsml-i, ddml-i, csml-i,
+tsml-wccn their -sim variants. ``--fusion``: a row 'fusion', a linear SVM on the
 methods' scores fitted on each validation fold (seed 002 IV.D). ``--plot OUT.png`` (matplotlib:
 ``pip install metricfit[plot]``): ROC and FA/FR curves, averaged over the experiments.
 
@@ -30,6 +31,7 @@ against the two-GEMM bound (numpy only); with torch, LDML and JSON: ``benchmarks
 bench_gradients.py`` in the source repository.
 """
 
+import os
 import sys
 
 from . import bench, fuse, verify
@@ -52,4 +54,17 @@ def main(argv=None):
     except (FileNotFoundError, ValueError) as error:
         print(f"metricfit: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `metricfit verify | head`: the reader has gone, no traceback
+        _silence_stdout()
+        return 1
+
+
+def _silence_stdout():
+    """Point stdout at devnull, so that the interpreter's flush at exit raises no second
+    BrokenPipeError (the recipe of Python's ``signal`` documentation, "Note on SIGPIPE")."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured or replaced stdout
+        return
+    os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
 
