@@ -82,9 +82,10 @@ def test_lfw_restricted_one_experiment_tsml_sim_beats_baseline(lfw_dir):
 def test_method_aliases_and_similar_only():
     assert verification.resolve_methods(["csml", "tsml", "ddml", "tsml-i"]) == [
         "csml-i", "tsml-i", "ddml-i"]
-    assert verification.resolve_methods(["baseline", "tsml", "ddml-i", "tsml-sim", "csml"],
-                                        similar_only=True) == [
-        "baseline", "tsml-sim", "ddml-sim", "csml-i"]
+    assert verification.resolve_methods(
+        ["baseline", "tsml", "ddml-i", "tsml-sim", "csml", "tsml-wccn", "csml-wccn"],
+        similar_only=True) == ["baseline", "tsml-sim", "ddml-sim", "csml-sim", "tsml-wccn-sim",
+                               "csml-wccn"]
 
 
 @pytest.mark.parametrize("argv, message", [

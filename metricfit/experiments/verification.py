@@ -36,7 +36,8 @@ METHODS = ("baseline", "wccn", "csml-i", "csml-wccn", "tsml-i", "tsml-wccn", "ts
            "ddml-i", "ddml-sim", "ldml", "tsml-wccn-sim", "csml-sim", "ddml-wccn", "plda",
            "plda-lnorm", "tsml-lda", "csml-lda", "tsml-plda", "csml-plda")
 ALIASES = {"csml": "csml-i", "tsml": "tsml-i", "ddml": "ddml-i"}
-SIMILAR_ONLY = {"tsml-i": "tsml-sim", "ddml-i": "ddml-sim"}
+SIMILAR_ONLY = {"tsml-i": "tsml-sim", "ddml-i": "ddml-sim", "csml-i": "csml-sim",
+                "tsml-wccn": "tsml-wccn-sim"}
 DEFAULT_METHODS = ("baseline", "wccn", "csml-i", "tsml-i", "tsml-wccn", "tsml-sim")
 DEFAULT_LAMS = (1e-3, 1e-2, 1e-1, 1.0)
 DEFAULT_DIMS = (100, 200, 300)
@@ -86,8 +87,9 @@ def make_method(name, lam=None, max_iter=200):
 
 def resolve_methods(names, similar_only=False):
     """Method names as in :data:`METHODS`: the aliases csml, tsml, ddml become csml-i, tsml-i,
-    ddml-i; with ``similar_only`` tsml-i and ddml-i become tsml-sim and ddml-sim (the other
-    methods have no similar-only variant and stay); duplicates are dropped, order kept."""
+    ddml-i; with ``similar_only`` each method that has a similar-only variant becomes it
+    (:data:`SIMILAR_ONLY`: tsml-i, ddml-i, csml-i, tsml-wccn; the others stay); duplicates
+    are dropped, order kept."""
     names = [ALIASES.get(name, name) for name in names]
     unknown = [name for name in names if name not in METHODS]
     if unknown:
