@@ -491,3 +491,49 @@ def test_att_validation_subjects_are_kept_apart(att):
     labels = np.repeat(np.arange(5), 10)
     pairs, y = att.image_pairs(np.zeros((50, 3, 2)), labels, 0)
     assert pairs.shape == (450, 2, 3, 2) and (y == 1).sum() == 225
+
+
+# -- warm start ----------------------------------------------------------------------------
+
+
+def test_warm_start_continues_from_the_fitted_weights(data, tmp_path):
+    pairs, y = data
+    val = make_image_pairs(40, seed=5)
+    est = SiameseCNN(**TINY).fit(pairs, y, validation_data=val)
+    fitted_score = max_decision_accuracy(val[1], est.pair_score(val[0]))[0]
+    scaling = (est.input_mean_, est.input_scale_)
+    est.save(tmp_path / "m.npz")
+    warm = SiameseCNN.load(tmp_path / "m.npz").set_params(warm_start=True, max_epochs=1)
+    warm.fit(pairs[:40] + 5.0, y[:40], validation_data=val)
+    assert warm.curves_["validation"][0] == fitted_score  # step 0: the loaded weights
+    assert (warm.input_mean_, warm.input_scale_) == scaling  # kept, not refitted
+    cold = SiameseCNN(**dict(TINY, max_epochs=1))
+    cold.fit(pairs[:40] + 5.0, y[:40], validation_data=val)
+    assert not np.array_equal(cold.params_, warm.params_)
+
+
+def test_warm_start_without_a_fit_starts_afresh(data):
+    est = SiameseCNN(**dict(TINY, warm_start=True)).fit(*data)
+    np.testing.assert_array_equal(est.params_, SiameseCNN(**TINY).fit(*data).params_)
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(pairs=lambda p: p[:, :, :11]), "fitted on 12x10 images"),
+    (dict(params=dict(n_components=5)), "n_components, n_maps or kernel_sizes changed"),
+    (dict(params=dict(n_maps=(3, 6, 9))), "n_components, n_maps or kernel_sizes changed"),
+])
+def test_warm_start_checks_the_network_against_the_new_data(data, change, match):
+    pairs, y = data
+    est = SiameseCNN(**dict(TINY, max_epochs=1, warm_start=True)).fit(pairs, y)
+    params = est.params_.copy()
+    est.set_params(**change.get("params", {}))
+    with pytest.raises(ValueError, match=match):
+        est.fit(change.get("pairs", lambda p: p)(pairs), y)
+    np.testing.assert_array_equal(est.params_, params)  # the fitted model is untouched
+    assert est.input_shape_ == (12, 10)
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_warm_start_rejects_non_booleans(data, value):
+    with pytest.raises(ValueError, match="warm_start"):
+        SiameseCNN(**dict(TINY, warm_start=value)).fit(*data)
