@@ -537,3 +537,20 @@ def test_warm_start_checks_the_network_against_the_new_data(data, change, match)
 def test_warm_start_rejects_non_booleans(data, value):
     with pytest.raises(ValueError, match="warm_start"):
         SiameseCNN(**dict(TINY, warm_start=value)).fit(*data)
+
+
+def test_lfw_script_frames_att_faces_like_the_lfw_crops(att):
+    path = REPO_ROOT / "benchmarks" / "lfw_siamese_cnn.py"
+    spec = importlib.util.spec_from_file_location("lfw_siamese_cnn", path)
+    lfw = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lfw)  # imports att_siamese_cnn's protocol, not a copy
+    assert lfw.evaluate is att.evaluate and lfw.summarise is att.summarise
+    raw = att.load_att_faces(data_dir()).images[:3]
+    faces = lfw.att_inner_face(raw)
+    assert faces.shape == (3, 62, 47) and faces.dtype == np.float32
+    assert faces.min() >= raw.min() and faces.max() <= raw.max()  # interpolation, no overshoot
+    ramp = np.tile(np.arange(112.0)[:, None], (1, 92))[None]
+    column = lfw.att_inner_face(ramp)[0, :, 0]
+    assert 20 <= column[0] < column[-1] <= 111 and (np.diff(column) > 0).all()  # the box
+    labels = np.repeat(np.arange(4), 3)
+    assert lfw.split_people(labels, 0.5, 0).sum() == 6
