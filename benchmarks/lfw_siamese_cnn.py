@@ -50,10 +50,11 @@ ATT_FACE_BOX = (slice(20, 112), slice(11, 81))
 MODEL_FILE = "lfw_model.npz"
 
 
-def att_inner_face(images):
+def att_inner_face(images, box=ATT_FACE_BOX):
     """112x92 AT&T heads -> 62x47 inner faces framed like the LFW crops (float32, 0..255):
-    the box :data:`ATT_FACE_BOX`, resized by linear interpolation."""
-    box = np.asarray(images, dtype=np.float64)[:, ATT_FACE_BOX[0], ATT_FACE_BOX[1]]
+    the box :data:`ATT_FACE_BOX`, resized by linear interpolation. ``box=(slice(None),
+    slice(None))``: the whole head, squeezed to 62x47 (``--att-framing head``)."""
+    box = np.asarray(images, dtype=np.float64)[:, box[0], box[1]]
     zoom = (1, LFW_SHAPE[0] / box.shape[1], LFW_SHAPE[1] / box.shape[2])
     out = ndimage.zoom(box, zoom, order=1, mode="nearest", grid_mode=True)
     return out.astype(np.float32)
@@ -110,18 +111,20 @@ def train(args):
     print(json.dumps({k: v for k, v in info.items() if k != "args"}), flush=True)
 
 
-def load_att_both(data_home=None):
-    """AT&T as the network sees it (62x47 inner faces), as ``att_siamese_cnn.py`` sees it
-    (56x46 heads, for its raw-pixel rows), subject labels 0..39 and file numbers 1..10."""
+def load_att_both(data_home=None, framing="face"):
+    """AT&T as the network sees it (62x47 inner faces, or whole heads with ``framing='head'``),
+    as ``att_siamese_cnn.py`` sees it (56x46 heads, for its raw-pixel rows), subject labels
+    0..39 and file numbers 1..10."""
     data = load_att_faces(data_home)
     heads, labels, image_index = load_att_56x46(data_home)
-    return att_inner_face(data.images), heads, labels, image_index
+    box = ATT_FACE_BOX if framing == "face" else (slice(None), slice(None))
+    return att_inner_face(data.images, box), heads, labels, image_index
 
 
 def evaluate_split(est, split, att, args):
     """``att_siamese_cnn.py``'s result dict for split ``split``'s 5 test subjects: the claim
     protocol on the network's embeddings of their 62x47 faces, the raw pixels of the 56x46
-    heads (``pixels``, the rows of ``docs/results/att.md``) and of the 62x47 faces."""
+    heads (``pixels``, the rows of ``docs/results/att.md``) and of the 62x47 input."""
     faces, heads, labels, image_index = att
     test = np.isin(labels, test_subjects(split))
     Z, kind = embed(est, faces[test])
@@ -159,7 +162,7 @@ def finetune_split(split, att, args):
 
 def run_att(args):
     """``--evaluate`` or ``--finetune`` on the splits: a JSON per split and the table."""
-    att = load_att_both(args.data_home)
+    att = load_att_both(args.data_home, args.att_framing)
     splits = range(N_SPLITS) if args.splits == "all" else [int(k) for k in args.splits.split(",")]
     est = SiameseCNN.load(Path(args.model_dir) / MODEL_FILE) if args.evaluate else None
     results = []
@@ -176,8 +179,8 @@ def run_att(args):
     print(summarise(results, EXTRA_RULES))
 
 
-EXTRA_RULES = [(("pixels_62x47", "min_energy"), "raw pixels of the 62x47 faces, min L1"),
-               (("pixels_62x47", "pair_energy"), "raw pixels of the 62x47 faces, pair L1")]
+EXTRA_RULES = [(("pixels_62x47", "min_energy"), "raw pixels of the 62x47 input, min L1"),
+               (("pixels_62x47", "pair_energy"), "raw pixels of the 62x47 input, pair L1")]
 
 
 def main(argv=None):
@@ -213,6 +216,9 @@ def main(argv=None):
     parser.add_argument("--model-dir", default=None,
                         help="where --evaluate and --finetune read lfw_model.npz "
                         "(default: --out-dir)")
+    parser.add_argument("--att-framing", choices=("face", "head"), default="face",
+                        help="AT&T as the network sees it: the inner face framed like the "
+                        "LFW crops, or the whole head squeezed to 62x47")
     parser.add_argument("--data-home", default=None)
     args = parser.parse_args(argv)
     args.model_dir = args.model_dir or args.out_dir
