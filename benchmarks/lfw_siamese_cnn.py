@@ -19,11 +19,13 @@ Here the extra identities are LFW's:
 AT&T images and LFW crops frame the face differently (whole head on a plain background against
 eyebrows-to-chin): :func:`att_inner_face` crops rows 20-111, columns 11-80 of the 112x92 AT&T
 image (the eyes then sit at about a third of the height and the mouth at three quarters, as in
-the LFW crops) and resizes the 92x70 box to 62x47.
+the LFW crops) and resizes the 92x70 box to 62x47; ``--att-framing head`` squeezes the whole
+head to 62x47 instead. Results, commands and wall times: ``docs/results/att.md``.
 
-    python benchmarks/lfw_siamese_cnn.py --train --epochs 10 --n-jobs 1
-    python benchmarks/lfw_siamese_cnn.py --evaluate
-    python benchmarks/lfw_siamese_cnn.py --finetune --epochs 10 --n-jobs 1
+    python benchmarks/lfw_siamese_cnn.py --train --epochs 12 --n-jobs 1     # ~12 min, 1 thread
+    python benchmarks/lfw_siamese_cnn.py --evaluate [--att-framing head]   # seconds
+    python benchmarks/lfw_siamese_cnn.py --finetune --epochs 8 --learning-rate 1e-3 --n-jobs 1 \
+        [--att-framing head] [--lfw-pairs 1500] --out-dir DIR --model-dir /tmp/cnn_lfw/lfw
 """
 
 import argparse
@@ -107,7 +109,7 @@ def train(args):
             "n_validation_people": int(np.unique(labels[held]).size),
             "fit_seconds": seconds, "n_epochs": est.n_epochs_, "best_epoch": est.best_epoch_,
             "validation": est.curves_["validation"], "args": vars(args)}
-    (Path(args.out_dir) / "lfw_train.json").write_text(json.dumps(info, indent=1))
+    (Path(args.out_dir) / "lfw_train.json").write_text(json.dumps(info, indent=1, allow_nan=False))
     print(json.dumps({k: v for k, v in info.items() if k != "args"}), flush=True)
 
 
@@ -171,7 +173,8 @@ def run_att(args):
             result = evaluate_split(est, split, att, args)
         else:
             result = finetune_split(split, att, args)
-        (Path(args.out_dir) / f"att_split{split}.json").write_text(json.dumps(result, indent=1))
+        text = json.dumps(result, indent=1, allow_nan=False)  # strict JSON
+        (Path(args.out_dir) / f"att_split{split}.json").write_text(text)
         keys = ("gaussian", "min_energy", "pair_energy", "fit_seconds", "best_epoch")
         print(f"split {split}: {json.dumps({k: result[k] for k in keys if k in result})}",
               flush=True)

@@ -2,6 +2,7 @@
 save/load without pickle, and the AT&T protocol's bookkeeping on the real data."""
 
 import importlib.util
+import json
 import sys
 
 import numpy as np
@@ -539,11 +540,17 @@ def test_warm_start_rejects_non_booleans(data, value):
         SiameseCNN(**dict(TINY, warm_start=value)).fit(*data)
 
 
-def test_lfw_script_frames_att_faces_like_the_lfw_crops(att):
+@pytest.fixture(scope="module")
+def lfw_script(att):
     path = REPO_ROOT / "benchmarks" / "lfw_siamese_cnn.py"
     spec = importlib.util.spec_from_file_location("lfw_siamese_cnn", path)
-    lfw = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lfw)  # imports att_siamese_cnn's protocol, not a copy
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # imports att_siamese_cnn's protocol, not a copy
+    return module
+
+
+def test_lfw_script_frames_att_faces_like_the_lfw_crops(att, lfw_script):
+    lfw = lfw_script
     assert lfw.evaluate is att.evaluate and lfw.summarise is att.summarise
     raw = att.load_att_faces(data_dir()).images[:3]
     faces = lfw.att_inner_face(raw)
@@ -554,3 +561,16 @@ def test_lfw_script_frames_att_faces_like_the_lfw_crops(att):
     assert 20 <= column[0] < column[-1] <= 111 and (np.diff(column) > 0).all()  # the box
     labels = np.repeat(np.arange(4), 3)
     assert lfw.split_people(labels, 0.5, 0).sum() == 6
+
+
+def test_lfw_script_evaluates_a_saved_model_on_att(lfw_script, tmp_path, capsys):
+    pairs, y = make_image_pairs(16, shape=(62, 47))
+    SiameseCNN(**dict(TINY, max_epochs=1, loss="contrastive", energy="l2")).fit(
+        pairs * 40 + 100, y).save(tmp_path / lfw_script.MODEL_FILE)
+    lfw_script.main(["--evaluate", "--splits", "7", "--out-dir", str(tmp_path),
+                     "--data-home", str(data_dir())])
+    result = json.loads((tmp_path / "att_split7.json").read_text())  # strict JSON
+    assert result["test_subjects"] == [36, 37, 38, 39, 40]
+    assert (result["n_genuine_claims"], result["n_impostor_claims"]) == (25, 200)
+    assert set(result["pixels"]) == set(result["pixels_62x47"]) == {"min_energy", "pair_energy"}
+    assert "| Gaussian model" in capsys.readouterr().out
