@@ -100,6 +100,9 @@ def train(args):
     pairs, y = lfw_pairs(images[~held], labels[~held], args.n_genuine, args.seed)
     validation = lfw_pairs(images[held], labels[held], args.n_validation, args.seed)
     est = estimator(args)
+    if args.warm_start:  # continue the model of --model-dir on the same pairs
+        est = SiameseCNN.load(Path(args.model_dir) / MODEL_FILE).set_params(
+            **estimator(args, warm_start=True).get_params())
     start = time.perf_counter()
     est.fit(pairs, y, validation_data=validation)
     seconds = time.perf_counter() - start
@@ -222,8 +225,13 @@ def main(argv=None):
     parser.add_argument("--att-framing", choices=("face", "head"), default="face",
                         help="AT&T as the network sees it: the inner face framed like the "
                         "LFW crops, or the whole head squeezed to 62x47")
+    parser.add_argument("--warm-start", action="store_true",
+                        help="--train: continue the model in --model-dir for --epochs more "
+                        "epochs (the schedule restarts)")
     parser.add_argument("--data-home", default=None)
     args = parser.parse_args(argv)
+    if args.warm_start and not args.train:
+        parser.error("--warm-start goes with --train")
     args.model_dir = args.model_dir or args.out_dir
     Path(args.out_dir).mkdir(parents=True, exist_ok=True)
     if args.train:
