@@ -167,8 +167,8 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     energy='l2'`` gives 6-10 %, and with ``augment=True, weight_decay=1e-3,
     learning_rate_schedule='cosine'`` and early stopping on held-out subjects 4.5 / 5.0 /
     7.0 % (Gaussian model); the raw pixels' minimum L1 distance gets 0.5 / 1.5 / 3.0 %.
-    Trained on 1512 LFW people (``benchmarks/lfw_siamese_cnn.py``) the network rejects 14-20 %
-    of genuine AT&T claims at 5 % false accepts, and 8.5-19 % once fine-tuned per split on
+    Trained on 1512 LFW people (``benchmarks/lfw_siamese_cnn.py``) it rejects 14.5-19.5 %
+    of genuine AT&T claims at 5 % false accepts, and 8.5-19.0 % once fine-tuned per split on
     the AT&T training subjects (``warm_start=True``). See ``docs/results/att.md``.
 
     Examples
