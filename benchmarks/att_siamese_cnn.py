@@ -195,8 +195,9 @@ def pixel_baseline(images, subjects, image_index):
     return {"min_energy": result["min_energy"], "pair_energy": result["pair_energy"]}
 
 
-def summarise(results):
-    """Markdown rows: each method, one split (the paper's, if present) and mean +- SEM."""
+def summarise(results, extra_rules=()):
+    """Markdown rows: each method, one split (the paper's, if present) and mean +- SEM.
+    ``extra_rules``: more ``(key, name)`` rows, ``key`` a result key or a pair of keys."""
     fmt = " / ".join
     rows = ["| rule | split | FRR % at FA 10 / 7.5 / 5 % |", "|---|---|---|",
             f"| paper (Gaussian model) | subjects 36-40 | {fmt(f'{v:.2f}' for v in PAPER_FRR)} |"]
@@ -206,6 +207,7 @@ def summarise(results):
     if all("pixels" in r for r in results):
         rules += [(("pixels", "min_energy"), "raw pixels, min L1 distance, same claims"),
                   (("pixels", "pair_energy"), "raw pixels, pair L1 distance, same pairs")]
+    rules += list(extra_rules)
     for key, name in rules:
         get = (lambda r: r[key[0]][key[1]]) if isinstance(key, tuple) else (lambda r: r[key])
         for r in results:

@@ -2,6 +2,7 @@
 save/load without pickle, and the AT&T protocol's bookkeeping on the real data."""
 
 import importlib.util
+import json
 import sys
 
 import numpy as np
@@ -491,3 +492,85 @@ def test_att_validation_subjects_are_kept_apart(att):
     labels = np.repeat(np.arange(5), 10)
     pairs, y = att.image_pairs(np.zeros((50, 3, 2)), labels, 0)
     assert pairs.shape == (450, 2, 3, 2) and (y == 1).sum() == 225
+
+
+# -- warm start ----------------------------------------------------------------------------
+
+
+def test_warm_start_continues_from_the_fitted_weights(data, tmp_path):
+    pairs, y = data
+    val = make_image_pairs(40, seed=5)
+    est = SiameseCNN(**TINY).fit(pairs, y, validation_data=val)
+    fitted_score = max_decision_accuracy(val[1], est.pair_score(val[0]))[0]
+    scaling = (est.input_mean_, est.input_scale_)
+    est.save(tmp_path / "m.npz")
+    warm = SiameseCNN.load(tmp_path / "m.npz").set_params(warm_start=True, max_epochs=1)
+    warm.fit(pairs[:40] + 5.0, y[:40], validation_data=val)
+    assert warm.curves_["validation"][0] == fitted_score  # step 0: the loaded weights
+    assert (warm.input_mean_, warm.input_scale_) == scaling  # kept, not refitted
+    cold = SiameseCNN(**dict(TINY, max_epochs=1))
+    cold.fit(pairs[:40] + 5.0, y[:40], validation_data=val)
+    assert not np.array_equal(cold.params_, warm.params_)
+
+
+def test_warm_start_without_a_fit_starts_afresh(data):
+    est = SiameseCNN(**dict(TINY, warm_start=True)).fit(*data)
+    np.testing.assert_array_equal(est.params_, SiameseCNN(**TINY).fit(*data).params_)
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(pairs=lambda p: p[:, :, :11]), "fitted on 12x10 images"),
+    (dict(params=dict(n_components=5)), "n_components, n_maps or kernel_sizes changed"),
+    (dict(params=dict(n_maps=(3, 6, 9))), "n_components, n_maps or kernel_sizes changed"),
+])
+def test_warm_start_checks_the_network_against_the_new_data(data, change, match):
+    pairs, y = data
+    est = SiameseCNN(**dict(TINY, max_epochs=1, warm_start=True)).fit(pairs, y)
+    params = est.params_.copy()
+    est.set_params(**change.get("params", {}))
+    with pytest.raises(ValueError, match=match):
+        est.fit(change.get("pairs", lambda p: p)(pairs), y)
+    np.testing.assert_array_equal(est.params_, params)  # the fitted model is untouched
+    assert est.input_shape_ == (12, 10)
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_warm_start_rejects_non_booleans(data, value):
+    with pytest.raises(ValueError, match="warm_start"):
+        SiameseCNN(**dict(TINY, warm_start=value)).fit(*data)
+
+
+@pytest.fixture(scope="module")
+def lfw_script(att):
+    path = REPO_ROOT / "benchmarks" / "lfw_siamese_cnn.py"
+    spec = importlib.util.spec_from_file_location("lfw_siamese_cnn", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # imports att_siamese_cnn's protocol, not a copy
+    return module
+
+
+def test_lfw_script_frames_att_faces_like_the_lfw_crops(att, lfw_script):
+    lfw = lfw_script
+    assert lfw.evaluate is att.evaluate and lfw.summarise is att.summarise
+    raw = att.load_att_faces(data_dir()).images[:3]
+    faces = lfw.att_inner_face(raw)
+    assert faces.shape == (3, 62, 47) and faces.dtype == np.float32
+    assert faces.min() >= raw.min() and faces.max() <= raw.max()  # interpolation, no overshoot
+    ramp = np.tile(np.arange(112.0)[:, None], (1, 92))[None]
+    column = lfw.att_inner_face(ramp)[0, :, 0]
+    assert 20 <= column[0] < column[-1] <= 111 and (np.diff(column) > 0).all()  # the box
+    labels = np.repeat(np.arange(4), 3)
+    assert lfw.split_people(labels, 0.5, 0).sum() == 6
+
+
+def test_lfw_script_evaluates_a_saved_model_on_att(lfw_script, tmp_path, capsys):
+    pairs, y = make_image_pairs(16, shape=(62, 47))
+    SiameseCNN(**dict(TINY, max_epochs=1, loss="contrastive", energy="l2")).fit(
+        pairs * 40 + 100, y).save(tmp_path / lfw_script.MODEL_FILE)
+    lfw_script.main(["--evaluate", "--splits", "7", "--out-dir", str(tmp_path),
+                     "--data-home", str(data_dir())])
+    result = json.loads((tmp_path / "att_split7.json").read_text())  # strict JSON
+    assert result["test_subjects"] == [36, 37, 38, 39, 40]
+    assert (result["n_genuine_claims"], result["n_impostor_claims"]) == (25, 200)
+    assert set(result["pixels"]) == set(result["pixels_62x47"]) == {"min_energy", "pair_energy"}
+    assert "| Gaussian model" in capsys.readouterr().out

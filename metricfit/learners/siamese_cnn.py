@@ -118,6 +118,15 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         > 0: the cost of the last mini-batch after every epoch.
     callback : callable or None, default=None
         ``callback(params, n_iter)`` after every epoch, with the flat weights in ``dtype``.
+    warm_start : bool, default=False
+        True: a fit of an already fitted estimator starts from its weights ``params_`` (e.g.
+        a model trained on many identities, :meth:`load`-ed, then fine-tuned on a few) and
+        keeps its input scaling ``input_mean_``, ``input_scale_`` (the weights are tied to
+        it); the images must have the fitted size and the network parameters
+        (``n_components``, ``n_maps``, ``kernel_sizes``) must give the fitted network, else
+        ValueError. The optimiser state (momentum, schedule, early stopping) starts afresh:
+        ``max_epochs`` more epochs, the learning-rate schedule from its start. False, or an
+        estimator not yet fitted: new random weights.
 
     Attributes
     ----------
@@ -157,8 +166,10 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     new ones (false rejects 20-26 % at 5-10 % false accepts); ``loss='contrastive',
     energy='l2'`` gives 6-10 %, and with ``augment=True, weight_decay=1e-3,
     learning_rate_schedule='cosine'`` and early stopping on held-out subjects 4.5 / 5.0 /
-    7.0 % (Gaussian model); the raw pixels' minimum L1 distance gets 0.5 / 1.5 / 3.0 %. See
-    ``docs/results/att.md``.
+    7.0 % (Gaussian model); the raw pixels' minimum L1 distance gets 0.5 / 1.5 / 3.0 %.
+    Trained on 1512 LFW people (``benchmarks/lfw_siamese_cnn.py``) it rejects 14.5-19.5 %
+    of genuine AT&T claims at 5 % false accepts, and 8.5-19.0 % once fine-tuned per split on
+    the AT&T training subjects (``warm_start=True``). See ``docs/results/att.md``.
 
     Examples
     --------
@@ -190,7 +201,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     _parameter_constraints = {
         **{k: SOLVER_CONSTRAINTS[k] for k in (
             "learning_rate", "momentum", "validation_fraction", "n_iter_no_change",
-            "random_state", "verbose", "callback")},
+            "random_state", "verbose", "callback", "warm_start")},
         "n_components": [Interval(Integral, 1, None)],
         "n_maps": ["array-like"],
         "kernel_sizes": ["array-like", None],
@@ -213,7 +224,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
                  learning_rate_schedule="constant", weight_decay=0.0, augment=False,
                  validation_fraction=0.1, n_iter_no_change=8, dtype="float32",
                  inference_batch_size=256, n_jobs=None, random_state=None, verbose=0,
-                 callback=None):
+                 callback=None, warm_start=False):
         self.n_components = n_components
         self.n_maps = n_maps
         self.kernel_sizes = kernel_sizes
@@ -235,6 +246,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.callback = callback
+        self.warm_start = warm_start
 
     # -- fit: validate, size, objective, optimise, unpack ----------------------------------
 
@@ -273,15 +285,18 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         pairs = self._validate_images(pairs, ndim=4, what="pairs", fitted=False)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         augment = self._augment_ranges(pairs.shape[2:])
+        network = ConvNetMapping(pairs.shape[2:], self.n_components, self.n_maps,
+                                 self.kernel_sizes).network
+        warm = self._warm_params(network)  # checked before any state changes
         self.input_shape_ = pairs.shape[2:]
-        self.input_mean_, self.input_scale_ = float(pairs.mean()), float(pairs.std()) or 1.0
+        if warm is None:
+            self.input_mean_ = float(pairs.mean())
+            self.input_scale_ = float(pairs.std()) or 1.0
         inputs = self._scaled(pairs)
-        mapping = ConvNetMapping(self.input_shape_, self.n_components, self.n_maps,
-                                 self.kernel_sizes)
-        network = mapping.network
         self.energy_bound_ = float(energy_bound(self.n_components, self.energy))
         rng = check_random_state(self.random_state)
-        theta0 = network.init(rng)
+        theta0 = network.init(rng)  # drawn when warm too: the same batches follow
+        theta0 = theta0 if warm is None else warm
         (train, s_train), (val, s_val), held_out = self._train_validation(
             pairs, inputs, s, validation_data, groups)
         steps = -(-len(s_train) // self.batch_size)  # one epoch
@@ -299,6 +314,23 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         self.n_iter_, self.curves_ = int(result.nit), result.curves
         self.n_epochs_, self.best_epoch_ = result.nit / steps, result.best_step / steps
         return self.calibrate_threshold(*held_out)._adopt_coding(y)
+
+    def _warm_params(self, network):
+        """A copy (in ``dtype``) of the fitted weights to start from when ``warm_start`` and
+        fitted, else None; ValueError unless ``network`` (built from the new images and the
+        current parameters) is the fitted network."""
+        if not (self.warm_start and hasattr(self, "params_")):
+            return None
+        new, fitted = network.spec, self.network_.spec
+        if tuple(new.input_shape) != tuple(fitted.input_shape):
+            raise ValueError(f"warm_start=True: pairs are {new.input_shape[0]}x"
+                             f"{new.input_shape[1]} images, but the network was fitted on "
+                             f"{fitted.input_shape[0]}x{fitted.input_shape[1]} images.")
+        if new.to_dict() != fitted.to_dict() or self.params_.size != network.n_params:
+            raise ValueError("warm_start=True, but n_components, n_maps or kernel_sizes "
+                             f"changed since the fit: the network {new.to_dict()} is not "
+                             f"the fitted {fitted.to_dict()}.")
+        return np.array(self.params_, dtype=self.dtype)
 
     def _augment_ranges(self, shape):
         """The keyword ranges of :func:`~metricfit.cnn.augment.augment_images`, or None."""
