@@ -11,7 +11,9 @@ the score fusion of seed 002 IV.D (a linear SVM on the methods' scores, fitted o
 validation pairs). Protocols: :func:`run_folds` (the fold rotation of seed 002 III.A on fixed
 folds of pairs, restricted or unrestricted training, seed 004 5.2.2), :func:`run_lfw_restricted`
 and :func:`run_digits`; :func:`labelled_folds` makes identity-disjoint folds of fixed pairs
-from labelled images.
+from labelled images. Every method takes the WPCA vectors of the features, except the image
+methods (:data:`IMAGE_METHODS`: 'cnn', the siamese convnet), which take pairs of the raw images
+(:func:`image_method_and_test`: early stopping and threshold on the validation pairs).
 """
 
 import functools
