@@ -105,7 +105,7 @@ def _run(args, data, vectors, methods, lams, progress):
                          f" folds, {which} {n - 2}/1/1 folds; {drawn}")
 
 
-def _check_image_methods(args, methods):
+def _check_cnn_and_experiments(args, methods):
     """--snorm and --experiments against the methods and data, before any work (one line,
     exit 2)."""
     image = [name for name in methods if verification.takes_images(name)]
@@ -154,7 +154,7 @@ def run(args):
     if args.fusion and len(methods) < 2:
         raise ValueError("--fusion needs at least two methods.")
     _check_back_end_flags(args)
-    _check_image_methods(args, methods)
+    _check_cnn_and_experiments(args, methods)
     if args.select and args.n_components is not None:
         raise ValueError("--n-components and --select exclude each other: with --select the "
                          "WPCA dimension is chosen from --dims.")
