@@ -206,6 +206,40 @@ def test_verify_on_npz_faces(setting, features, tmp_path):
     assert all(row["maxda"] > 0.7 for row in report["summary"])
 
 
+def test_verify_cnn_on_some_experiments_with_fusion_and_scores(tmp_path):
+    """--methods cnn takes the images whatever --features; --experiments runs those only and
+    numbers them in the JSON and the score file; the fusion fuses the cnn too."""
+    out, scores = tmp_path / "cnn.json", tmp_path / "cnn.npz"
+    code = main(["verify", "--data", str(_faces(tmp_path / "faces.npz")), "--features",
+                 "sqrt-lbp", "--methods", "cnn,baseline", "--experiments", "3,1",
+                 "--cnn-epochs", "1", "--fusion", "--threads", "1", "--json", str(out),
+                 "--scores", str(scores), *FAST])
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert "experiments 3,1 of 4" in report["protocol"] and report["experiments"] == [3, 1]
+    assert [(r["experiment"], r["method"]) for r in report["results"]] == [
+        (e, m) for e in (3, 1) for m in ("cnn", "baseline", "fusion")]
+    assert report["summary"][0]["lams"] == [None, None]
+    saved = verification.load_scores(str(scores))
+    assert set(saved) == {("sqrt-lbp", m) for m in ("cnn", "baseline", "fusion")}
+    assert len(saved[("sqrt-lbp", "cnn")]) == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--experiments", "1,4"], "--experiments: faces.npz has experiments 0 to 3, got 4"),
+    (["--methods", "cnn"], "--methods cnn needs images (n, H, W); "),
+])
+def test_verify_errors_the_data_decides(argv, message, tmp_path, capsys):
+    path = tmp_path / "faces.npz"
+    if "cnn" in argv:
+        _faces(path, images=None, X=np.zeros((96, 5)))
+    else:
+        _faces(path)
+    assert main(["verify", "--data", str(path), *argv, *FAST]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
 def test_fusion_adds_a_row_and_quiet_hides_the_bar(tmp_path, capsys):
     out = tmp_path / "fusion.json"
     argv = ["verify", "--methods", "baseline,wccn,tsml", "--fusion", "--json", str(out), *FAST]

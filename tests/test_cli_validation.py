@@ -46,6 +46,9 @@ CASES = {
     "--data": [("mnist", "unknown data set"), ("{missing}.npz", "no such file")],
     "--data-home": [("{missing}", "no such folder")],
     "--setting": [("both", "invalid choice")],
+    "--experiments": [("a", "integers >= 0"), ("-1", "integers >= 0"), ("1.5", "integers >= 0"),
+                      (",", "experiment numbers"), ("1,1", "named twice")],
+    "--cnn-epochs": [("0", "positive integer")],
 }
 
 
@@ -65,6 +68,17 @@ def test_verify_option_errors_exit_2_with_one_line(option, value, message, tmp_p
     folder, missing, _ = bad(tmp_path)
     value = value.format(folder=folder, missing=missing)
     assert main(["verify", option, value]) == 2
+    assert message in one_line_error(capsys, option)
+
+
+@pytest.mark.parametrize("argv, option, message", [
+    (["--experiments", "0"], "--experiments", "digits has --repeats"),
+    (["--data", "lfw", "--experiments", "0,10"], "--experiments", "experiments 0 to 9, got 10"),
+    (["--methods", "cnn,baseline", "--snorm", "5"], "--snorm", "does not apply to cnn"),
+])
+def test_image_method_and_experiment_errors_come_before_work(argv, option, message, capsys,
+                                                             no_work):
+    assert main(["verify", *argv]) == 2
     assert message in one_line_error(capsys, option)
 
 

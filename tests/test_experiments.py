@@ -48,3 +48,83 @@ def test_grid_search_picks_what_a_loop_over_lambda_picks(digits_data, name):
 
 def test_a_method_without_lambda_selects_none(digits_data):
     assert np.isnan(verification.select_lambda("baseline", *digits_data[:2]))
+
+
+SMALL_CNN = dict(n_components=4, n_maps=(2, 3, 8), max_epochs=1, n_jobs=1)
+
+
+@pytest.fixture(scope="module")
+def digits_images():
+    """Digits as images (n, 8, 8) and vectors (n, 64), and one small protocol split."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    split = verification.digits_split(digits.target, n_pairs=60, random_state=0)
+    splits = [split[s] for s in ("train", "val", "test")]
+    return digits.images, digits.data, splits
+
+
+def test_the_image_method_gets_image_pairs_and_the_others_vectors(digits_images, monkeypatch):
+    images, vectors, splits = digits_images
+    seen = {}
+    for name, cls in (("cnn", "SiameseCNN"), ("baseline", "CosineSimilarity")):
+        module = __import__("metricfit.learners", fromlist=[cls])
+        original = getattr(module, cls).fit
+
+        def spy(self, pairs, y, *args, _name=name, _original=original, **kwargs):
+            seen[_name] = (np.shape(pairs), sorted(kwargs))
+            return _original(self, pairs, y, *args, **kwargs)
+        monkeypatch.setattr(getattr(module, cls), "fit", spy)
+    results = verification.run_experiment(vectors, splits, ["cnn", "baseline"], 16,
+                                          images=images, cnn=SMALL_CNN)
+    n_train = len(splits[0][1])
+    assert seen["cnn"] == ((n_train, 2, 8, 8), ["validation_data"])  # early stopping on val
+    assert seen["baseline"] == ((n_train, 2, 16), [])
+    cnn = results[0]
+    assert cnn.method == "cnn" and np.isnan(cnn.lam) and cnn.model.max_epochs == 1
+    assert cnn.model.loss == "contrastive" and cnn.model.augment is True  # the recipe
+    assert cnn.scores.shape == (len(splits[2][1]),) and np.isfinite(cnn.scores).all()
+    threshold = max_decision_accuracy(splits[1][1], cnn.val_scores)[1]
+    assert cnn.threshold == threshold  # chosen on the validation fold
+
+
+def test_fusion_and_selection_with_the_image_method(digits_images):
+    images, vectors, splits = digits_images
+    results = verification.run_experiment(
+        vectors, splits, ["cnn", "baseline", "tsml-sim"], 16, lams=(0.1,), max_iter=20,
+        fusion=True, selection=dict(dims=(8, 16), normalize=(False,)), images=images,
+        cnn=SMALL_CNN)
+    assert [r.method for r in results] == ["cnn", "baseline", "tsml-sim", "fusion"]
+    assert results[0].n_components is None and results[2].n_components in (8, 16)
+    fusion = results[-1]
+    assert fusion.scores.shape == (len(splits[2][1]),) and np.isfinite(fusion.scores).all()
+    assert fusion.model.n_estimators_ == 3 and fusion.model.estimators[0][1] is results[0].model
+
+
+def test_the_image_method_needs_images_and_refuses_snorm(digits_images):
+    images, vectors, splits = digits_images
+    with pytest.raises(ValueError, match="cnn take image pairs: pass the images"):
+        verification.run_experiment(vectors, splits, ["cnn"], 16)
+    with pytest.raises(ValueError, match=r"take images \(n_images, height, width\)"):
+        verification.run_experiment(vectors, splits, ["cnn"], 16, images=vectors)
+    with pytest.raises(ValueError, match="snorm does not apply to the image method"):
+        verification.run_experiment(vectors, splits, ["cnn"], 16, snorm=10, images=images)
+
+
+def test_run_folds_runs_the_experiments_asked_and_numbers_them():
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(40, 6))
+    pair_index = rng.integers(0, 40, size=(80, 2))
+    y = np.tile([1, -1], 40)
+    fold = np.repeat(np.arange(4), 20)
+    out = verification.run_folds(vectors, pair_index, y, fold, methods=("baseline",),
+                                 n_components=4, experiments=[3, 1])
+    assert len(out) == 2
+    expected = verification.run_folds(vectors, pair_index, y, fold, methods=("baseline",),
+                                      n_components=4)
+    assert out[0][0].accuracy == expected[3][0].accuracy
+    assert [r["experiment"] for r in verification.as_records(out, [3, 1])] == [3, 1]
+    for wrong in ([4], [-1], [0.5]):
+        with pytest.raises(ValueError, match="out of range: this rotation has 4 experiments"):
+            verification.run_folds(vectors, pair_index, y, fold, methods=("baseline",),
+                                   n_components=4, experiments=wrong)

@@ -23,7 +23,11 @@ and the square root of each (sqrt-lbp, ...); blocks at most half the image (digi
 HOG cells at most a quarter, SIFT patches at most the image. Method aliases csml, tsml, ddml
 = csml-i, tsml-i, ddml-i; ``--similar-only`` makes tsml-i, ddml-i, csml-i,
 tsml-wccn their -sim variants. ``--fusion``: a row 'fusion', a linear SVM on the
-methods' scores fitted on each validation fold (seed 002 IV.D). ``--plot OUT.png`` (matplotlib:
+methods' scores fitted on each validation fold (seed 002 IV.D). ``--methods cnn``: the siamese
+convnet (SiameseCNN, contrastive loss, L2 energy, augmentation, weight decay, cosine schedule;
+``--cnn-epochs``) on the raw image pairs, whatever ``--features``; early stopping and threshold
+on the validation fold; no ``--snorm``. ``--experiments 0,1,2``: only those experiments of
+the fold rotation (not digits). ``--plot OUT.png`` (matplotlib:
 ``pip install metricfit[plot]``): ROC and FA/FR curves, averaged over the experiments.
 
 ``metricfit bench``: one cost-and-gradient call of the prepared TSML / CSML / DDML objectives

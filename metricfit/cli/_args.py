@@ -59,6 +59,23 @@ def _dim_list(text):
     return [_positive_int(item) for item in items]
 
 
+def _experiment_list(text):
+    """Comma-separated experiment numbers (integers >= 0, at least one, no repeats)."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected comma-separated experiment numbers, got "
+                                         f"{text!r}")
+    numbers = []
+    for item in items:
+        if not item.isdigit():
+            raise argparse.ArgumentTypeError(f"experiment numbers are integers >= 0, got "
+                                             f"{item!r}")
+        numbers.append(int(item))
+    if len(set(numbers)) != len(numbers):
+        raise argparse.ArgumentTypeError(f"an experiment is named twice in {text!r}")
+    return numbers
+
+
 def _methods(text):
     names = [t.strip() for t in text.split(",") if t.strip()]
     if not names:
@@ -124,6 +141,9 @@ def _parser():
                         help="lfw, att, yale, npz: fixed or drawn training pairs")
     verify.add_argument("--pairs", type=_positive_int, default=3000,
                         help="unrestricted training pairs")
+    verify.add_argument("--experiments", type=_experiment_list, default=None, metavar="E,E,...",
+                        help="lfw, att, yale, npz: run only these experiments of the fold "
+                             "rotation (numbered from 0; lfw: 0 to 9); default all")
     verify.add_argument("--fusion", action="store_true", help="add an SVM fusion of the methods")
     verify.add_argument("--n-components", type=_positive_int, default=None,
                         help="WPCA dimension (default: 32 digits, 100 otherwise; capped at rank)")
@@ -140,6 +160,9 @@ def _parser():
     verify.add_argument("--dims", default=",".join(map(str, verification.DEFAULT_DIMS)),
                         type=_dim_list, help="with --select: candidate WPCA dimensions "
                                              "(comma-separated; capped at rank)")
+    verify.add_argument("--cnn-epochs", type=_positive_int, default=30, metavar="N",
+                        help="cnn: at most N epochs of SGD (early stopping on the validation "
+                             "fold's pairs)")
     verify.add_argument("--repeats", type=_positive_int, default=5, help="digits: random splits")
     verify.add_argument("--max-iter", type=_positive_int, default=200)
     verify.add_argument("--threads", type=_positive_int, default=None,

@@ -75,9 +75,12 @@ def _features(images, kind, quiet, lbp_block=10):
 
 
 def _run(args, data, vectors, methods, lams, progress):
+    cnn = dict(max_epochs=args.cnn_epochs, n_jobs=args.threads)
+    images = data.images if any(map(verification.takes_images, methods)) else None
     options = dict(methods=methods, lams=lams, max_iter=args.max_iter, progress=progress,
                    fusion=args.fusion, snorm=args.snorm,
-                   selection=dict(dims=args.dims) if args.select else None)
+                   selection=dict(dims=args.dims) if args.select else None, images=images,
+                   cnn=cnn)
     if args.data == "digits":
         experiments = verification.run_digits(vectors, data.labels, n_components=args.n_components
                                               or 32, n_repeats=args.repeats, **options)
@@ -87,16 +90,50 @@ def _run(args, data, vectors, methods, lams, progress):
              if unrestricted else None)
     experiments = verification.run_folds(vectors, data.pairs, data.y, data.pair_fold,
                                          n_components=args.n_components or 100,
-                                         train_pairs=train, **options)
-    n, setting = len(experiments), args.setting or "restricted"
+                                         train_pairs=train, experiments=args.experiments,
+                                         **options)
+    n, setting = np.unique(data.pair_fold).size, args.setting or "restricted"
+    which = f"{n} experiments" if args.experiments is None else \
+        f"experiments {','.join(map(str, args.experiments))} of {n}"
     drawn = f"training pairs drawn from the identities of the training folds ({args.pairs} + " \
         f"as many at most)" if unrestricted else "training on the fixed pairs of the folds"
     if args.data == "lfw":
-        return experiments, f"LFW View 2 {setting} (seed 002 III.A): 10 experiments, 8/1/1 " \
+        return experiments, f"LFW View 2 {setting} (seed 002 III.A): {which}, 8/1/1 " \
             "folds" + (f"; {drawn}" if unrestricted else "")
     return experiments, (f"{Path(args.data).name} {setting}: {np.unique(data.labels).size} "
                          f"identities in {n}"
-                         f" folds, {n} experiments {n - 2}/1/1 folds; {drawn}")
+                         f" folds, {which} {n - 2}/1/1 folds; {drawn}")
+
+
+def _check_cnn_and_experiments(args, methods):
+    """--snorm and --experiments against the methods and data, before any work (one line,
+    exit 2)."""
+    image = [name for name in methods if verification.takes_images(name)]
+    if image and args.snorm is not None:
+        raise ValueError(f"--snorm does not apply to {', '.join(image)}: its cohort is of WPCA "
+                         "vectors, and image methods take image pairs.")
+    if args.experiments is not None:
+        if args.data == "digits":
+            raise ValueError("--experiments applies to lfw, att, yale and npz data (the fold "
+                             "rotation); digits has --repeats.")
+        wrong = [e for e in args.experiments if e > 9]
+        if args.data == "lfw" and wrong:
+            raise ValueError(f"--experiments: LFW View 2 has experiments 0 to 9, got "
+                             f"{','.join(map(str, wrong))}.")
+
+
+def _check_loaded(args, data, methods):
+    """What only the loaded data can tell: experiments in range, images for image methods."""
+    image = [name for name in methods if verification.takes_images(name)]
+    if image and np.ndim(data.images) != 3:
+        raise ValueError(f"--methods {','.join(image)} needs images (n, H, W); {args.data} "
+                         f"holds vectors of shape {np.shape(data.images)}.")
+    if args.experiments is not None and args.data != "digits":
+        n = np.unique(data.pair_fold).size
+        wrong = [e for e in args.experiments if e >= n]
+        if wrong:
+            raise ValueError(f"--experiments: {Path(args.data).name} has experiments 0 to "
+                             f"{n - 1}, got {','.join(map(str, wrong))}.")
 
 
 def _check_back_end_flags(args):
@@ -117,6 +154,7 @@ def run(args):
     if args.fusion and len(methods) < 2:
         raise ValueError("--fusion needs at least two methods.")
     _check_back_end_flags(args)
+    _check_cnn_and_experiments(args, methods)
     if args.select and args.n_components is not None:
         raise ValueError("--n-components and --select exclude each other: with --select the "
                          "WPCA dimension is chosen from --dims.")
@@ -132,8 +170,10 @@ def run(args):
     with threadpool_limits(threads), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         data = _load(args)
+        _check_loaded(args, data, methods)
         vectors = _features(data.images, args.features, args.quiet, args.lbp_block)
-        n_experiments = args.repeats if args.data == "digits" else np.unique(data.pair_fold).size
+        n_experiments = args.repeats if args.data == "digits" else \
+            np.unique(data.pair_fold).size if args.experiments is None else len(args.experiments)
         bar = _Bar(n_experiments * (len(methods) * (1 + bool(args.snorm)) + args.fusion),
                    "verify", args.quiet)
         experiments, protocol = _run(args, data, vectors, methods, lams, lambda e, r: bar.step(
@@ -161,9 +201,11 @@ def run(args):
             "selection": {"dims": args.dims, "normalize": [False, True],
                           "lams": list(lams), "edge_decades": 1} if args.select else None,
             "summary": rows,
-            "results": verification.as_records(experiments), "curves": curves})
+            "results": verification.as_records(experiments, args.experiments),
+            "curves": curves, **({} if args.experiments is None
+                                 else {"experiments": args.experiments})})
     if args.plot:
         _plot(args.plot, curves, rows, f"{protocol}; features {args.features}")
     if args.scores:
-        verification.save_scores(args.scores, experiments, args.features)
+        verification.save_scores(args.scores, experiments, args.features, args.experiments)
     return 0

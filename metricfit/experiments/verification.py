@@ -11,7 +11,9 @@ the score fusion of seed 002 IV.D (a linear SVM on the methods' scores, fitted o
 validation pairs). Protocols: :func:`run_folds` (the fold rotation of seed 002 III.A on fixed
 folds of pairs, restricted or unrestricted training, seed 004 5.2.2), :func:`run_lfw_restricted`
 and :func:`run_digits`; :func:`labelled_folds` makes identity-disjoint folds of fixed pairs
-from labelled images.
+from labelled images. Every method takes the WPCA vectors of the features, except the image
+methods (:data:`IMAGE_METHODS`: 'cnn', the siamese convnet), which take pairs of the raw images
+(:func:`image_method_and_test`: early stopping and threshold on the validation pairs).
 """
 
 import functools
@@ -34,7 +36,13 @@ from ..whitening import WCCN, WPCA
 
 METHODS = ("baseline", "wccn", "csml-i", "csml-wccn", "tsml-i", "tsml-wccn", "tsml-sim",
            "ddml-i", "ddml-sim", "ldml", "tsml-wccn-sim", "csml-sim", "ddml-wccn", "plda",
-           "plda-lnorm", "tsml-lda", "csml-lda", "tsml-plda", "csml-plda")
+           "plda-lnorm", "tsml-lda", "csml-lda", "tsml-plda", "csml-plda", "cnn")
+IMAGE_METHODS = ("cnn",)
+"""Methods that take image pairs (n, 2, H, W) of the data set's raw images, whatever the
+features; every other method takes pairs of WPCA-embedded feature vectors (n, 2, k)."""
+CNN_RECIPE = dict(loss="contrastive", energy="l2", augment=True, weight_decay=1e-3,
+                  learning_rate_schedule="cosine", random_state=0)
+"""The convnet recipe chosen on validation subjects (``docs/results/att.md``)."""
 ALIASES = {"csml": "csml-i", "tsml": "tsml-i", "ddml": "ddml-i"}
 SIMILAR_ONLY = {"tsml-i": "tsml-sim", "ddml-i": "ddml-sim", "csml-i": "csml-sim",
                 "tsml-wccn": "tsml-wccn-sim"}
@@ -43,7 +51,7 @@ DEFAULT_LAMS = (1e-3, 1e-2, 1e-1, 1.0)
 DEFAULT_DIMS = (100, 200, 300)
 
 
-def make_method(name, lam=None, max_iter=200):
+def make_method(name, lam=None, max_iter=200, params=None):
     """The estimator of a seed 002 Table I method ('tsml-sim': TSML-I on similar pairs only;
     'ddml-i', 'ddml-sim': the linear DDML of seed 004 with the same initialisation and selection).
 
@@ -52,9 +60,19 @@ def make_method(name, lam=None, max_iter=200):
     DDML started from WCCN; 'tsml-lda' / 'csml-lda' (and '-plda') are TSML-I / CSML-I started
     from (and regularised towards) the LDA projection (:class:`~metricfit.backend.LDA`) or
     PLDA's simultaneous-diagonalisation transform (``PLDA.components_``), fitted on the same
-    training pairs (each similar pair a class of two) inside each fit."""
+    training pairs (each similar pair a class of two) inside each fit.
+
+    'cnn' (one of :data:`IMAGE_METHODS`, on image pairs) is the siamese convnet of seed 000
+    (:class:`~metricfit.learners.SiameseCNN`) with :data:`CNN_RECIPE`; ``params`` (a dict)
+    sets other parameters of it (e.g. ``max_epochs``, ``n_maps``, ``n_jobs``). It has no
+    lambda; ``params`` is not read by the other methods."""
     from ..backend import LDA
     from ..learners.plda import PLDA
+
+    if name == "cnn":
+        from ..learners.siamese_cnn import SiameseCNN
+
+        return SiameseCNN(**{**CNN_RECIPE, **(params or {})})
 
     learned = {
         "csml-i": lambda: CSML(lam=lam, max_iter=max_iter),
@@ -99,7 +117,12 @@ def resolve_methods(names, similar_only=False):
 
 
 def has_lam(name):
-    return name not in ("baseline", "wccn", "plda", "plda-lnorm")
+    return name not in ("baseline", "wccn", "plda", "plda-lnorm", *IMAGE_METHODS)
+
+
+def takes_images(name):
+    """Whether method ``name`` takes image pairs (:data:`IMAGE_METHODS`) rather than vectors."""
+    return name in IMAGE_METHODS
 
 
 def _plda_method(name):
@@ -198,6 +221,18 @@ def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):
     threshold = max_decision_accuracy(val[1], val_scores)[1]
     return _test_result(name, method.decision_function(test[0]), test[1], threshold, lam, method,
                         (val_scores, val[1]))
+
+
+def image_method_and_test(name, train, val, test, params=None):
+    """An image method (:data:`IMAGE_METHODS`) on image pairs: fitted on ``train`` with early
+    stopping on ``val`` (``validation_data``: a validation-fold choice, like lambda for the
+    others), the threshold of best accuracy on ``val``, evaluated on ``test``. No lambda
+    (NaN). ``params``: see :func:`make_method`."""
+    method = make_method(name, params=params).fit(*train, validation_data=val)
+    val_scores = method.decision_function(val[0])
+    threshold = max_decision_accuracy(val[1], val_scores)[1]
+    return _test_result(name, method.decision_function(test[0]), test[1], threshold, np.nan,
+                        method, (val_scores, val[1]))
 
 
 class LeadingComponents(TransformerMixin, BaseEstimator):
@@ -348,7 +383,11 @@ def snorm_result(result, cohort, val, test):
 def fuse(results, val, test):
     """Seed 002 IV.D: a linear SVM (:class:`~metricfit.learners.ScoreFusion`) on the scores of
     the fitted methods of ``results``, trained on the validation pairs ``val``; its threshold
-    is then chosen on ``val`` for accuracy, like the methods'. Returns the 'fusion' Result."""
+    is then chosen on ``val`` for accuracy, like the methods'. Returns the 'fusion' Result.
+
+    ``val`` and ``test`` are ``(pairs, y)``: ``pairs`` one array all methods score, or a list
+    of one array per Result, in order (each method's own input: vectors, or images for an
+    image method)."""
     fusion = ScoreFusion([(r.method, r.model) for r in results], method="svm").fit(*val)
     val_scores = fusion.pair_score(val[0])
     threshold = max_decision_accuracy(val[1], val_scores)[1]
@@ -356,12 +395,13 @@ def fuse(results, val, test):
                         (val_scores, val[1]))
 
 
-def save_scores(path, experiments, source):
+def save_scores(path, experiments, source, numbers=None):
     """Write the validation and test scores of every Result to ``path`` (.npz), so that runs on
     different descriptors can be fused later (:func:`fuse_saved`). Keys are
-    ``'{source}/{method}/{experiment}/{val_scores|val_y|scores|y}'``."""
+    ``'{source}/{method}/{experiment}/{val_scores|val_y|scores|y}'``, ``experiment`` the
+    experiment's number in ``numbers`` (default 0, 1, ...)."""
     arrays = {}
-    for e, results in enumerate(experiments):
+    for e, results in zip(_numbers(experiments, numbers), experiments):
         for r in results:
             for key in ("val_scores", "val_y", "scores", "y"):
                 arrays[f"{source}/{r.method}/{e}/{key}"] = np.asarray(getattr(r, key))
@@ -518,18 +558,25 @@ def fuse_saved(columns, classifier="svm", select=False):
 
 def run_folds(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_components=100,
               lams=DEFAULT_LAMS, max_iter=200, progress=None, train_pairs=None, fusion=False,
-              experiments=None, snorm=None, selection=None):
+              experiments=None, snorm=None, selection=None, images=None, cnn=None):
     """:func:`run_experiment` for each experiment of the fold rotation of seed 002 III.A
     (:class:`~metricfit.pairs.FoldRotation`: n-2 folds train, the next validates, the one
     after tests) over ``fold``, the fold of each of the fixed pairs ``pair_index`` (row indices
-    into ``vectors``) with labels ``y``; ``experiments`` (split numbers) runs some only.
-    Validation and test pairs are the fixed pairs of their fold. Training pairs: those of the training folds
-    (restricted setting), or ``train_pairs(train_folds, e) -> (index_pairs, y)`` (unrestricted,
-    seed 004 5.2.2). Returns one list of :class:`Result` per experiment."""
+    into ``vectors``, and into ``images`` for the image methods) with labels ``y``;
+    ``experiments`` (split numbers, in 0 .. n_folds - 1) runs some only. Validation and test
+    pairs are the fixed pairs of their fold. Training pairs: those of the training folds
+    (restricted setting), or ``train_pairs(train_folds, e) -> (index_pairs, y)``
+    (unrestricted, seed 004 5.2.2). Returns one list of :class:`Result` per experiment run."""
     fold = np.asarray(fold)
     rotation = FoldRotation(fold, n_train_folds=np.unique(fold).size - 2)
+    n = rotation.get_n_splits()
+    experiments = range(n) if experiments is None else list(experiments)
+    wrong = [e for e in experiments if not (isinstance(e, (int, np.integer)) and 0 <= e < n)]
+    if wrong:
+        raise ValueError(f"experiments {wrong} out of range: this rotation has {n} "
+                         f"experiments, 0 to {n - 1}.")
     results = []
-    for e in range(rotation.get_n_splits()) if experiments is None else experiments:
+    for e in experiments:
         train_folds, (val_fold,), test_fold = rotation.rotation(e)
         splits = [(pair_index[mask], y[mask])
                   for mask in (np.isin(fold, train_folds), fold == val_fold, fold == test_fold)]
@@ -537,7 +584,8 @@ def run_folds(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_component
             splits[0] = train_pairs(train_folds, e)
         results.append(run_experiment(vectors, splits, methods, n_components, lams,
                                       max_iter, functools.partial(progress, e)
-                                      if progress else None, fusion, snorm, selection))
+                                      if progress else None, fusion, snorm, selection,
+                                      images, cnn))
     return results
 
 
@@ -552,7 +600,8 @@ def run_lfw_restricted(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_
 
 
 def run_experiment(vectors, splits, methods, n_components, lams=DEFAULT_LAMS, max_iter=200,
-                   progress=None, fusion=False, snorm=None, selection=None):
+                   progress=None, fusion=False, snorm=None, selection=None, images=None,
+                   cnn=None):
     """One experiment: WPCA to ``n_components`` (capped at half the training images, whose
     whitened variances would be ill-estimated beyond, and at the dimension) fitted on the
     distinct images of the training pairs (no labels, no identities), then
@@ -566,39 +615,73 @@ def run_experiment(vectors, splits, methods, n_components, lams=DEFAULT_LAMS, ma
     the dimension (leading coordinates of that WPCA), the normalisation and lambda of every
     method on the validation pairs.
 
+    The image methods (:data:`IMAGE_METHODS`) take pairs of ``images`` (n_images, H, W)
+    instead, through :func:`image_method_and_test` (``cnn``: its ``params``), with or without
+    ``selection`` (they have no WPCA dimension nor lambda to choose); ``snorm`` does not
+    apply to them (its cohort is of WPCA vectors).
+
     ``splits`` is ``[(index_pairs, y)]`` for train, validation and test: row indices into
-    ``vectors`` (n_images, n_features). ``progress(result)`` is called after each method.
+    ``vectors`` (n_images, n_features) and ``images``. ``progress(result)`` is called after
+    each method.
     """
-    images = np.unique(splits[0][0])
-    cap = min(images.size // 2, vectors.shape[1])
-    if selection is not None:
-        selection = dict(selection)
-        dims = sorted({min(k, cap) for k in selection.pop("dims", DEFAULT_DIMS)})
-        k = dims[-1]
-    else:
-        k = min(n_components, cap)
-    embedded = WPCA(n_components=k).fit(vectors[images]).transform(vectors)
-    data = [(embedded[index_pairs], y) for index_pairs, y in splits]
+    selection = None if selection is None else dict(selection)
+    embedded, data, image_data = _experiment_data(vectors, splits, methods, n_components,
+                                                  selection, images, snorm)
+    train_images = np.unique(splits[0][0])
     results = []
     for name in methods:
-        if selection is not None:
-            results.append(select_all_and_test(name, *data, lams=lams, dims=dims,
-                                               max_iter=max_iter, **selection))
+        if takes_images(name):
+            results.append(image_method_and_test(name, *image_data, params=cnn))
+        elif selection is not None:
+            results.append(select_all_and_test(name, *data, lams=lams, max_iter=max_iter,
+                                               **selection))
         else:
             results.append(select_and_test(name, *data, lams=lams, max_iter=max_iter))
         if progress:
             progress(results[-1])
         if snorm:
             cohort = embedded[np.random.RandomState(0).choice(
-                images, min(snorm, images.size), replace=False)]
+                train_images, min(snorm, train_images.size), replace=False)]
             results.append(snorm_result(results[-1], cohort, data[1], data[2]))
             if progress:
                 progress(results[-1])
     if fusion:
-        results.append(fuse(results, data[1], data[2]))
+        inputs = [[(image_data if takes_images(r.method) else data)[k][0] for r in results]
+                  for k in (1, 2)]
+        results.append(fuse(results, (inputs[0], data[1][1]), (inputs[1], data[2][1])))
         if progress:
             progress(results[-1])
     return results
+
+
+def _experiment_data(vectors, splits, methods, n_components, selection, images, snorm):
+    """``(embedded, data, image_data)``: the WPCA vectors of all images (WPCA fitted on the
+    training images; with ``selection``, at its largest capped dimension, and
+    ``selection['dims']`` replaced in place by the capped ones), their pairs ``[(pairs, y)]``
+    of the three splits, and the image pairs of them (None without image methods)."""
+    with_images = [name for name in methods if takes_images(name)]
+    if with_images and images is None:
+        raise ValueError(f"method(s) {', '.join(with_images)} take image pairs: pass the "
+                         "images (n_images, height, width).")
+    if with_images and np.ndim(images) != 3:
+        raise ValueError(f"method(s) {', '.join(with_images)} take images (n_images, height, "
+                         f"width), got an array of shape {np.shape(images)}.")
+    if with_images and snorm:
+        raise ValueError(f"snorm does not apply to the image method(s) "
+                         f"{', '.join(with_images)}: its cohort is of WPCA vectors.")
+    train_images = np.unique(splits[0][0])
+    cap = min(train_images.size // 2, vectors.shape[1])
+    if selection is not None:
+        dims = sorted({min(k, cap) for k in selection.pop("dims", DEFAULT_DIMS)})
+        selection["dims"] = dims
+        k = dims[-1]
+    else:
+        k = min(n_components, cap)
+    embedded = WPCA(n_components=k).fit(vectors[train_images]).transform(vectors)
+    data = [(embedded[index_pairs], y) for index_pairs, y in splits]
+    image_data = [(images[index_pairs], y) for index_pairs, y in splits] if with_images \
+        else None
+    return embedded, data, image_data
 
 
 def labelled_folds(labels, random_state=0):
@@ -651,18 +734,20 @@ def digits_split(labels, n_pairs=1000, random_state=0):
     return out
 
 
-def run_digits(images, labels, methods=DEFAULT_METHODS, n_components=32, lams=DEFAULT_LAMS,
+def run_digits(vectors, labels, methods=DEFAULT_METHODS, n_components=32, lams=DEFAULT_LAMS,
                n_repeats=5, max_iter=200, progress=None, fusion=False, snorm=None,
-               selection=None):
-    """:func:`run_experiment` on ``n_repeats`` random :func:`digits_split` splits. Returns one
-    list of Results per repeat."""
+               selection=None, images=None, cnn=None):
+    """:func:`run_experiment` on ``n_repeats`` random :func:`digits_split` splits of the
+    ``vectors`` (and ``images``, for the image methods). Returns one list of Results per
+    repeat."""
     experiments = []
     for repeat in range(n_repeats):
         split = digits_split(labels, random_state=repeat)
         splits = [split[name] for name in ("train", "val", "test")]
-        experiments.append(run_experiment(images, splits, methods, n_components, lams, max_iter,
+        experiments.append(run_experiment(vectors, splits, methods, n_components, lams, max_iter,
                                           functools.partial(progress, repeat)
-                                          if progress else None, fusion, snorm, selection))
+                                          if progress else None, fusion, snorm, selection,
+                                          images, cnn))
     return experiments
 
 
@@ -724,8 +809,18 @@ def format_table(rows, calibrated=False):
     return "\n".join(lines)
 
 
-def as_records(experiments):
-    """Every Result as a dict (without scores and model), with its experiment number (JSON)."""
+def _numbers(experiments, numbers):
+    numbers = list(range(len(experiments))) if numbers is None else list(numbers)
+    if len(numbers) != len(experiments):
+        raise ValueError(f"{len(numbers)} experiment numbers for {len(experiments)} "
+                         "experiments.")
+    return numbers
+
+
+def as_records(experiments, numbers=None):
+    """Every Result as a dict (without scores and model), with its experiment number (JSON):
+    its entry in ``numbers`` (default 0, 1, ...: the position)."""
     keys = [f.name for f in fields(Result) if f.metadata.get("json", True)]
     return [dict({k: getattr(r, k) for k in keys}, experiment=e)
-            for e, results in enumerate(experiments) for r in results]
+            for e, results in zip(_numbers(experiments, numbers), experiments)
+            for r in results]

@@ -82,7 +82,15 @@ def _route(checked, inputs):
     return [inputs] * len(names)
 
 
-def _select(pairs, selector, name):
+def _select(pairs, selector, name, est):
+    """The estimator's input pairs: image pairs as given to an estimator that declares image
+    input (``_pair_input = 'images'``, e.g. SiameseCNN: it checks them itself, no selector),
+    else vector pairs, checked, then cut by the selector."""
+    if getattr(est, "_pair_input", None) == "images":
+        if selector is not None:
+            raise ValueError(f"estimator {name!r} takes image pairs: a feature selector does "
+                             "not apply to it.")
+        return np.asarray(pairs)
     pairs = check_pairs(pairs, what=f"inputs of estimator {name!r}")
     if selector is None:
         return pairs
@@ -104,7 +112,8 @@ def stack_scores(estimators, inputs):
     inputs : list of arrays, dict name -> array, or array of shape (n_pairs, 2, n_features)
         The SAME pairs as seen by each estimator (one descriptor each): a list in the order
         of ``estimators``, a dict by name, or one array shared by all (then usually split
-        by the selectors; the only form scikit-learn's cross-validation can slice).
+        by the selectors; the only form scikit-learn's cross-validation can slice). An
+        estimator of image pairs (``SiameseCNN``) gets its image pairs (n_pairs, 2, H, W).
 
     Returns
     -------
@@ -119,7 +128,7 @@ def stack_scores(estimators, inputs):
     checked = _check_estimators(estimators)
     columns, n_pairs = [], None
     for (name, est, selector), pairs in zip(checked, _route(checked, inputs)):
-        pairs = _select(pairs, selector, name)
+        pairs = _select(pairs, selector, name, est)
         if n_pairs is None:
             n_pairs = len(pairs)
         elif len(pairs) != n_pairs:

@@ -1,0 +1,68 @@
+"""Join ``metricfit verify`` runs made on disjoint experiments (``--experiments``) of one protocol.
+
+``--scores``: write one score file of all the runs' columns (keys
+``SOURCE/METHOD/EXPERIMENT/FIELD`` carry the experiment numbers, so files of disjoint
+experiments join without clashes; a repeated key is an error), optionally of some methods only,
+for ``metricfit fuse``. ``--json``: print mean +- SEM over all experiments of the runs' JSON
+records (test accuracy, maxDA, EER %), per method, as ``metricfit verify`` would for one run.
+
+    python benchmarks/merge_runs.py --scores cnn_r10.npz cnn_restricted.npz cnn_restricted_3-9.npz
+    python benchmarks/merge_runs.py --scores cnn_only_r10.npz --methods cnn cnn_restricted.npz ...
+    python benchmarks/merge_runs.py --json cnn_restricted.json cnn_restricted_3-9.json
+"""
+
+import argparse
+import json
+
+import numpy as np
+
+
+def merge_scores(out, paths, methods=None):
+    """One .npz of the score columns of ``paths`` (of ``methods`` only, if given)."""
+    arrays = {}
+    for path in paths:
+        with np.load(path, allow_pickle=False) as saved:
+            for key in saved.files:
+                if methods is not None and key.split("/")[1] not in methods:
+                    continue
+                if key in arrays:
+                    raise ValueError(f"{key} is in two files: the runs overlap.")
+                arrays[key] = saved[key]
+    np.savez_compressed(out, **arrays)
+
+
+def summary(paths):
+    """Lines of mean +- SEM (ddof 1) per method over the records of the JSON files."""
+    records = [r for path in paths for r in json.load(open(path))["results"]]
+    numbers = sorted({r["experiment"] for r in records})
+    if len(numbers) * len({r["method"] for r in records}) != len(records):
+        raise ValueError("the runs overlap or hold different methods.")
+    lines = [f"experiments {','.join(map(str, numbers))}",
+             f"{'method':<10} {'accuracy %':>15} {'maxDA %':>15} {'EER %':>15}"]
+    for method in dict.fromkeys(r["method"] for r in records):
+        cells = []
+        for key in ("accuracy", "maxda", "eer"):
+            v = 100 * np.array([r[key] for r in records if r["method"] == method])
+            cells.append(f"{v.mean():6.2f} +- {v.std(ddof=1) / np.sqrt(v.size):4.2f}")
+        lines.append(f"{method:<10} " + " ".join(f"{c:>15}" for c in cells))
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scores", metavar="OUT.npz", help="write the joined score file")
+    parser.add_argument("--methods", help="with --scores: comma-separated methods to keep")
+    parser.add_argument("--json", action="store_true", help="the inputs are --json records")
+    parser.add_argument("inputs", nargs="+")
+    args = parser.parse_args()
+    if args.json:
+        print("\n".join(summary(args.inputs)))
+    elif args.scores:
+        merge_scores(args.scores, args.inputs,
+                     None if args.methods is None else set(args.methods.split(",")))
+    else:
+        parser.error("give --scores OUT.npz or --json")
+
+
+if __name__ == "__main__":
+    main()
