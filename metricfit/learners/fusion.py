@@ -22,6 +22,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
+from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import PairClassifierMixin
@@ -82,11 +83,19 @@ def _route(checked, inputs):
     return [inputs] * len(names)
 
 
+def _takes_images(est):
+    """Whether the estimator's tags say it takes image pairs (a plain scorer without tags
+    takes vectors)."""
+    if not hasattr(est, "__sklearn_tags__"):
+        return False
+    return getattr(get_tags(est).input_tags, "pair_input", "vectors") == "images"
+
+
 def _select(pairs, selector, name, est):
-    """The estimator's input pairs: image pairs as given to an estimator that declares image
-    input (``_pair_input = 'images'``, e.g. SiameseCNN: it checks them itself, no selector),
-    else vector pairs, checked, then cut by the selector."""
-    if getattr(est, "_pair_input", None) == "images":
+    """The estimator's input pairs: image pairs as given to an estimator whose tags say it
+    takes images (``input_tags.pair_input == 'images'``, e.g. SiameseCNN: it checks them
+    itself, no selector), else vector pairs, checked, then cut by the selector."""
+    if _takes_images(est):
         if selector is not None:
             raise ValueError(f"estimator {name!r} takes image pairs: a feature selector does "
                              "not apply to it.")
