@@ -14,7 +14,11 @@ records (test accuracy, maxDA, EER %), per method, as ``metricfit verify`` would
 import argparse
 import json
 
+from types import SimpleNamespace
+
 import numpy as np
+
+from metricfit.experiments.verification import format_table, summarise
 
 
 def merge_scores(out, paths, methods=None):
@@ -32,20 +36,16 @@ def merge_scores(out, paths, methods=None):
 
 
 def summary(paths):
-    """Lines of mean +- SEM (ddof 1) per method over the records of the JSON files."""
+    """Lines of mean +- SEM per method over the records of the JSON files, as
+    ``metricfit verify`` prints them (:func:`metricfit.experiments.verification.summarise`)."""
     records = [r for path in paths for r in json.load(open(path))["results"]]
     numbers = sorted({r["experiment"] for r in records})
     if len(numbers) * len({r["method"] for r in records}) != len(records):
         raise ValueError("the runs overlap or hold different methods.")
-    lines = [f"experiments {','.join(map(str, numbers))}",
-             f"{'method':<10} {'accuracy %':>15} {'maxDA %':>15} {'EER %':>15}"]
-    for method in dict.fromkeys(r["method"] for r in records):
-        cells = []
-        for key in ("accuracy", "maxda", "eer"):
-            v = 100 * np.array([r[key] for r in records if r["method"] == method])
-            cells.append(f"{v.mean():6.2f} +- {v.std(ddof=1) / np.sqrt(v.size):4.2f}")
-        lines.append(f"{method:<10} " + " ".join(f"{c:>15}" for c in cells))
-    return lines
+    experiments = [[SimpleNamespace(**r) for r in records if r["experiment"] == e]
+                   for e in numbers]
+    return [f"experiments {','.join(map(str, numbers))}",
+            format_table(summarise(experiments))]
 
 
 def main():
