@@ -69,6 +69,7 @@ import numpy as np
 from numba import njit
 
 TILE = 128  # flat positions per tile of the weight gradient: 49 taps x 128 x 4 B = 25 KB
+LANES = 16  # partial sums per map in the subsampling's coefficient and bias gradients
 
 __all__ = [
     "conv2d_forward", "conv2d_forward_into", "conv2d_backward", "conv2d_backward_into",
@@ -209,14 +210,16 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
     taps = np.ascontiguousarray(W).reshape(c_out, c_in, kh * kw)
     offs = _tap_offsets(kh, kw, w)
     acc = np.empty(span, X.dtype)
+    out = np.empty(span, X.dtype)
     for i in range(n):
         for o in range(c_out):
             acc[:] = 0
             for c in range(c_in):
                 if table[o, c]:
                     _correlate_add(X3[i, c], taps[o, c], offs, acc)
+            squash_into(acc, b[o], out, squash)  # one pass over the flat grid, wrap included
             for r in range(ho):
-                squash_into(acc[r * w:r * w + wo], b[o], Y[i, o, r], squash)
+                Y[i, o, r] = out[r * w:r * w + wo]
 
 
 @njit(cache=True, nogil=True)
@@ -375,7 +378,7 @@ def conv2d_backward_into(X, W, table, dY, Y, dX):  # pragma: no cover (compiled)
     (size 0) skips it, an empty Y means no tanh. Returns ``(dW, db)``."""
     n, c_in, h, w = X.shape
     kh, kw = W.shape[2], W.shape[3]
-    pad = (kh - 1) * w + kw - 1
+    pad = (kh - 1) * w + kw - 1 if dX.size > 0 else 0  # the pads serve the input gradient
     Gp, db = _spread(dY, Y, w, pad)
     dW = _weight_grad(X.reshape(n, c_in, h * w), Gp, pad, table, kh, kw, w)
     if dX.size > 0:
@@ -448,38 +451,60 @@ def subsample_backward(means, coef, dY, h, w, sh, sw, Y=None):
 
 
 @njit(cache=True, nogil=True)
+def _lane_sums_add(g, mean, lanes_coef, lanes_bias):  # pragma: no cover (compiled)
+    """``lanes_coef[l] += sum of g[p] mean[p]`` and ``lanes_bias[l] += sum of g[p]`` over
+    ``p = l (mod LANES)``, p in order: element-wise over the lanes (a loop that vectorises),
+    a fixed order whatever the vector width."""
+    size = g.size
+    for start in range(0, size - LANES + 1, LANES):
+        gs, ms = g[start:start + LANES], mean[start:start + LANES]
+        for lane in range(LANES):
+            lanes_coef[lane] += gs[lane] * ms[lane]
+            lanes_bias[lane] += gs[lane]
+    tail = size - size % LANES
+    for p in range(tail, size):
+        lanes_coef[p - tail] += g[p] * mean[p]
+        lanes_bias[p - tail] += g[p]
+
+
+@njit(cache=True, nogil=True)
 def subsample_backward_into(means, coef, dY, Y, sh, sw, dX):  # pragma: no cover (compiled)
     """:func:`subsample_backward` with dL/dX written into ``dX`` (n, m, h, w); an empty Y means
-    no tanh. Returns ``(dcoef, dbias)``."""
+    no tanh. Returns ``(dcoef, dbias)``: per map, ``LANES`` partial sums over the chunk's
+    images (:func:`_lane_sums_add`), added up in lane order at the end."""
     n, m, ho, wo = dY.shape
     h, w = dX.shape[2], dX.shape[3]
+    size = ho * wo
     inv = 1.0 / (sh * sw)
     squash = Y.size > 0
-    dcoef = np.zeros(m, dY.dtype)
-    dbias = np.zeros(m, dY.dtype)
-    g = np.empty(wo, dY.dtype)
-    share = np.empty(wo, dY.dtype)
+    lanes_coef = np.zeros((m, LANES), dY.dtype)
+    lanes_bias = np.zeros((m, LANES), dY.dtype)
+    g = np.empty(size, dY.dtype)
+    dX3 = dX.reshape(n, m, h * w)
     for i in range(n):
         for c in range(m):
+            dy = dY[i, c].reshape(size)
+            if squash:
+                y = Y[i, c].reshape(size)
+                for p in range(size):
+                    g[p] = dy[p] * (1 - y[p] * y[p])
+            else:
+                g[:] = dy
+            _lane_sums_add(g, means[i, c].reshape(size), lanes_coef[c], lanes_bias[c])
+            dx = dX3[i, c]
+            if ho * sh < h or wo * sw < w:  # rows or columns beyond the last whole window
+                dx[:] = 0
             for r in range(ho):
-                dy = dY[i, c, r]
-                if squash:
-                    y = Y[i, c, r]
-                    for q in range(wo):
-                        g[q] = dy[q] * (1 - y[q] * y[q])
-                else:
-                    g[:] = dy
-                mean_row = means[i, c, r]
-                for q in range(wo):  # in order: the sums do not depend on the vector width
-                    dcoef[c] += g[q] * mean_row[q]
-                    dbias[c] += g[q]
                 for q in range(wo):
-                    share[q] = coef[c] * g[q] * inv
-                for a in range(sh):
-                    row = dX[i, c, r * sh + a]
-                    for t in range(sw):
-                        for q in range(wo):
-                            row[q * sw + t] = share[q]
-                    row[wo * sw:] = 0  # columns beyond the last whole window
-            dX[i, c, ho * sh:] = 0  # rows beyond the last whole window
+                    value = coef[c] * g[r * wo + q] * inv
+                    base = r * sh * w + q * sw
+                    for a in range(sh):
+                        for t in range(sw):
+                            dx[base + a * w + t] = value
+    dcoef = np.zeros(m, dY.dtype)
+    dbias = np.zeros(m, dY.dtype)
+    for c in range(m):
+        for lane in range(LANES):
+            dcoef[c] += lanes_coef[c, lane]
+            dbias[c] += lanes_bias[c, lane]
     return dcoef, dbias
