@@ -220,6 +220,10 @@ def test_verify_cnn_on_some_experiments_with_fusion_and_scores(tmp_path):
     assert [(r["experiment"], r["method"]) for r in report["results"]] == [
         (e, m) for e in (3, 1) for m in ("cnn", "baseline", "fusion")]
     assert report["summary"][0]["lams"] == [None, None]
+    cnn_records = [r for r in report["results"] if r["method"] == "cnn"]
+    assert all(set(r["choice"]) == {"best_epoch", "n_epochs"} for r in cnn_records)
+    assert all(0 <= r["choice"]["best_epoch"] <= r["choice"]["n_epochs"] <= 1
+               for r in cnn_records)
     saved = verification.load_scores(str(scores))
     assert set(saved) == {("sqrt-lbp", m) for m in ("cnn", "baseline", "fusion")}
     assert len(saved[("sqrt-lbp", "cnn")]) == 2

@@ -86,6 +86,8 @@ def test_the_image_method_gets_image_pairs_and_the_others_vectors(digits_images,
     assert cnn.scores.shape == (len(splits[2][1]),) and np.isfinite(cnn.scores).all()
     threshold = max_decision_accuracy(splits[1][1], cnn.val_scores)[1]
     assert cnn.threshold == threshold  # chosen on the validation fold
+    assert cnn.choice == {"best_epoch": cnn.model.best_epoch_,  # in the JSON records
+                          "n_epochs": cnn.model.n_epochs_}
 
 
 def test_fusion_and_selection_with_the_image_method(digits_images):

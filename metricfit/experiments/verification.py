@@ -171,7 +171,8 @@ class Result:
     act_dcf: float = np.nan  # P_target 0.01, after the same calibration
     n_components: int = None  # chosen WPCA dimension (with the selection of issue 15)
     normalize: bool = None  # L2 normalisation after WPCA chosen (same)
-    choice: dict = None  # a selected fusion's choices (fuse_saved(select=True))
+    choice: dict = None  # a selected fusion's choices (fuse_saved(select=True)); an image
+    # method's epoch of early stopping and epochs run (image_method_and_test)
     scores: np.ndarray = _extra()
     y: np.ndarray = _extra()
     model: object = _extra()
@@ -231,8 +232,10 @@ def image_method_and_test(name, train, val, test, params=None):
     method = make_method(name, params=params).fit(*train, validation_data=val)
     val_scores = method.decision_function(val[0])
     threshold = max_decision_accuracy(val[1], val_scores)[1]
-    return _test_result(name, method.decision_function(test[0]), test[1], threshold, np.nan,
-                        method, (val_scores, val[1]))
+    result = _test_result(name, method.decision_function(test[0]), test[1], threshold, np.nan,
+                          method, (val_scores, val[1]))
+    result.choice = {"best_epoch": float(method.best_epoch_), "n_epochs": float(method.n_epochs_)}
+    return result
 
 
 class LeadingComponents(TransformerMixin, BaseEstimator):
