@@ -67,6 +67,11 @@ CONV_CASES = {  # (n images, c_in, h, w, c_out, kh, kw)
     "3x2 kernel, 2 images": (2, 5, 9, 8, 7, 3, 2),  # 4 taps + 2 single; single images only
     "4x3 kernel, 6 images": (6, 5, 9, 8, 7, 4, 3),  # 8 taps per pass + 4; 4 + 2 images
     "7x7 kernel, 1 input": (5, 1, 12, 11, 3, 7, 7),  # 6 passes of 8 taps + 1 (as C1)
+    # weight gradient (_simd.dot_taps): the cases above end with a part-vector, overlapping
+    # block; a span of exactly one float32 vector (two float64 ones); a span of 11, shorter
+    # than a float32 vector (the tiled loop) and one float64 vector + 3
+    "span of one vector": (3, 2, 3, 9, 3, 2, 3),
+    "span under one vector": (3, 4, 4, 4, 5, 2, 2),
 }
 
 

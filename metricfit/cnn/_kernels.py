@@ -68,6 +68,8 @@ vectorisation. It changes no arithmetic.
 import numpy as np
 from numba import njit
 
+from ._simd import BLOCK_VECTORS, VECTOR_BYTES, correlate_sources, dot_taps_1, dot_taps_4
+
 TILE = 128  # flat positions per tile of the weight gradient: 49 taps x 128 x 4 B = 25 KB
 LANES = 16  # partial sums per map in the subsampling's coefficient and bias gradients
 
@@ -211,12 +213,24 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
     offs = _tap_offsets(kh, kw, w)
     acc = np.empty(span, X.dtype)
     out = np.empty(span, X.dtype)
+    blocked = span >= BLOCK_VECTORS * VECTOR_BYTES // X.itemsize
+    X_flat, W_flat = X3.reshape(X3.size), taps.reshape(taps.size)
+    starts, tap_starts = np.empty(c_in, np.int64), np.empty(c_in, np.int64)
     for i in range(n):
         for o in range(c_out):
-            acc[:] = 0
-            for c in range(c_in):
-                if table[o, c]:
-                    _correlate_add(X3[i, c], taps[o, c], offs, acc)
+            if blocked:
+                k = 0
+                for c in range(c_in):
+                    if table[o, c]:
+                        starts[k], tap_starts[k] = (i * c_in + c) * h * w, (o * c_in + c) * kh * kw
+                        k += 1
+                correlate_sources(X_flat, starts[:k], W_flat, tap_starts[:k], kh * kw, offs,
+                                  span, acc)
+            else:
+                acc[:] = 0
+                for c in range(c_in):
+                    if table[o, c]:
+                        _correlate_add(X3[i, c], taps[o, c], offs, acc)
             squash_into(acc, b[o], out, squash)  # one pass over the flat grid, wrap included
             for r in range(ho):
                 Y[i, o, r] = out[r * w:r * w + wo]
@@ -226,8 +240,9 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
 def _spread(dY, Y, w, pad):  # pragma: no cover (compiled)
     """``dL/d(pre-activation)`` on the flat grid of row width w, zero-padded by ``pad`` on each
     side: ``Gp`` of shape (n, c, span + 2 pad), zeros in the wrap-around columns and the pads;
-    and its per-map sums (the bias gradient). ``Y`` is the squashed output (its tanh' =
-    1 - Y^2 multiplies dY), or empty when the layer has no tanh."""
+    and its per-map sums (the bias gradient; a vector dot product with ones,
+    :func:`._simd.dot_taps_1`, when the span holds a vector). ``Y`` is the squashed output
+    (its tanh' = 1 - Y^2 multiplies dY), or empty when the layer has no tanh."""
     n, c_out, ho, wo = dY.shape
     span = (ho - 1) * w + wo
     Gp = np.zeros((n, c_out, span + 2 * pad), dY.dtype)
@@ -246,15 +261,55 @@ def _spread(dY, Y, w, pad):  # pragma: no cover (compiled)
                 else:
                     for q in range(wo):
                         row[q] = dy[q]
-            total = db[o] * 0
-            for p in range(span):
-                total += ge[p]
-            db[o] += total
+    if span >= VECTOR_BYTES // Gp.itemsize:
+        ones, zero_offset = np.ones(span, Gp.dtype), np.zeros(1, np.int64)
+        width = Gp.shape[2]
+        for o in range(c_out):  # db[o] = sum of Ge[n, o] . ones over the images (x_step 0)
+            dot_taps_1(Gp.reshape(Gp.size), ones, o * width + pad, 0, span, zero_offset, 0, n,
+                       c_out * width, 0, db[o:o + 1], 0)
+    else:
+        for i in range(n):
+            for o in range(c_out):
+                total = db[o] * 0
+                for p in range(span):
+                    total += Gp[i, o, pad + p]
+                db[o] += total
     return Gp, db
 
 
 @njit(cache=True, nogil=True)
 def _weight_grad(X3, Gp, pad, table, kh, kw, w):  # pragma: no cover (compiled)
+    """``dW[o, c, u, v] = sum_n sum_p Ge[n, o, p] X3[n, c, p + u w + v]`` (Ge = the unpadded
+    part of Gp): four taps at a time in vector registers (:func:`._simd.dot_taps_4`, fixed
+    order), or :func:`_weight_grad_tiled` when the span is shorter than one vector."""
+    n, c_in, hw = X3.shape
+    c_out, width = Gp.shape[1], Gp.shape[2]
+    span = width - 2 * pad
+    if span < VECTOR_BYTES // X3.itemsize:
+        return _weight_grad_tiled(X3, Gp, pad, table, kh, kw, w)
+    n_taps = kh * kw
+    offs = _tap_offsets(kh, kw, w)
+    dW = np.zeros((c_out, c_in, n_taps), X3.dtype)
+    G_flat, X_flat = Gp.reshape(Gp.size), X3.reshape(X3.size)
+    for o in range(c_out):
+        for c in range(c_in):
+            if not table[o, c]:
+                continue
+            out = dW[o, c]
+            t = 0
+            while t + 4 <= n_taps:
+                dot_taps_4(G_flat, X_flat, o * width + pad, c * hw, span, offs, t, n,
+                           c_out * width, c_in * hw, out, t)
+                t += 4
+            while t < n_taps:
+                dot_taps_1(G_flat, X_flat, o * width + pad, c * hw, span, offs, t, n,
+                           c_out * width, c_in * hw, out, t)
+                t += 1
+    return dW.reshape(c_out, c_in, kh, kw)
+
+
+@njit(cache=True, nogil=True)
+def _weight_grad_tiled(X3, Gp, pad, table, kh, kw, w):  # pragma: no cover (compiled)
     """``dW[o, c, u, v] = sum_n sum_p Ge[n, o, p] X3[n, c, p + u w + v]`` (Ge = the unpadded
     part of Gp), element-wise accumulation in ``buf`` then one row sum per tap (see the module
     docstring). The flat positions p are taken in tiles of ``TILE``, all accumulated into the
@@ -335,6 +390,20 @@ def _input_grad_into(W, Gp, table, w, dX):  # pragma: no cover (compiled)
             for t in range(n_taps):
                 flipped[o, c, t] = W[o, c, (n_taps - 1 - t) // kw, (n_taps - 1 - t) % kw]
     offs = _tap_offsets(kh, kw, w)
+    hw, width = dX.shape[2], Gp.shape[2]
+    if hw >= BLOCK_VECTORS * VECTOR_BYTES // Gp.itemsize:
+        G_flat, taps = Gp.reshape(Gp.size), flipped.reshape(flipped.size)
+        starts, tap_starts = np.empty(c_out, np.int64), np.empty(c_out, np.int64)
+        for i in range(n):
+            for c in range(c_in):
+                k = 0
+                for o in range(c_out):
+                    if table[o, c]:
+                        starts[k], tap_starts[k] = (i * c_out + o) * width, (o * c_in + c) * n_taps
+                        k += 1
+                correlate_sources(G_flat, starts[:k], taps, tap_starts[:k], n_taps, offs, hw,
+                                  dX[i, c])
+        return
     for i in range(n):
         for c in range(c_in):
             acc = dX[i, c]

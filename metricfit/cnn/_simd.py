@@ -1,0 +1,213 @@
+r"""Vector-register accumulators for the convolution's weight gradient, as numba intrinsics.
+
+The weight gradient is a dot product per kernel tap,
+``dW[o, c, t] = sum_n sum_p Ge[n, o, p] x[n, c, p + off_t]`` (:mod:`._kernels`). A float dot
+product only vectorises if its additions may be re-associated, which numba allows only with
+``fastmath`` (banned in this project's reductions: the result would depend on the compiler's
+choices). Written in plain numba, the sum therefore goes through an array of partial sums in
+memory, one load and one store of it per few products, and the loop is bound by memory
+operations, not arithmetic (about 30-40 GFLOP/s on this project's machine, against 90-110 for
+the forward correlation).
+
+:func:`dot_taps` states the order instead of leaving it to the compiler. It is written in
+LLVM IR (``llvmlite``) with explicit vector types of 64 bytes (16 float32 or 8 float64 lanes;
+LLVM splits them into the registers the CPU has): lane ``l`` of the accumulator of tap t adds,
+image after image and block after block, the products at positions ``p = l (mod lanes)``; the
+lanes are then added in order 0, 1, ..., lanes - 1. The accumulators of ``T`` taps stay in
+registers across the whole loop and share each load of ``Ge``: ``T + 1`` vector loads per
+``T`` vector multiply-adds, no stores. The order is fixed by the code, not by the CPU or the
+thread count (no fused multiply-add either: the IR multiplies, then adds).
+
+A span that is not a multiple of the lane count ends with one more block that *overlaps* the
+previous one (it starts at ``span - lanes``), its already-counted lanes zeroed in the
+``Ge`` vector: every load stays inside the data, and the overlapped products add exact zeros.
+Spans shorter than one vector are left to the caller (:mod:`._kernels` keeps its plain loop
+for them).
+"""
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+__all__ = ["VECTOR_BYTES", "lanes_of", "dot_taps_4", "dot_taps_1"]
+
+VECTOR_BYTES = 64  # one AVX-512 register; two AVX2 ones
+
+
+def lanes_of(itemsize):
+    """Lanes of a vector of ``VECTOR_BYTES`` bytes for items of ``itemsize`` bytes."""
+    return VECTOR_BYTES // itemsize
+
+
+def _splat(builder, vec_type, value):
+    """A vector with every lane ``value``."""
+    out = ir.Constant(vec_type, ir.Undefined)
+    for lane in range(vec_type.count):
+        out = builder.insert_element(out, value, ir.Constant(ir.IntType(32), lane))
+    return out
+
+
+def _load_vector(builder, data, index, vec_ptr, align):
+    return builder.load(builder.bitcast(builder.gep(data, [index]), vec_ptr), align=align)
+
+
+def _make_dot_taps(n_taps):
+    """An intrinsic computing ``n_taps`` tap dot products at once (see :func:`dot_taps_4`)."""
+
+    def dot_taps(typingctx, G, X, g_start, x_start, span, offs, t0, n_images, g_step, x_step,
+                 out, out_start):
+        if not (isinstance(G, types.Array) and G.dtype in (types.float32, types.float64)
+                and X.dtype == G.dtype and out.dtype == G.dtype):
+            return None
+        sig = types.void(G, X, g_start, x_start, span, offs, t0, n_images, g_step, x_step, out,
+                         out_start)
+
+        def codegen(context, builder, signature, args):
+            item = context.get_value_type(G.dtype)
+            itemsize = context.get_abi_sizeof(item)
+            lanes = lanes_of(itemsize)
+            vec = ir.VectorType(item, lanes)
+            vec_ptr = vec.as_pointer()
+            intp = context.get_value_type(types.intp)
+            g_arr = context.make_array(signature.args[0])(context, builder, args[0])
+            x_arr = context.make_array(signature.args[1])(context, builder, args[1])
+            o_arr = context.make_array(signature.args[5])(context, builder, args[5])
+            out_arr = context.make_array(signature.args[10])(context, builder, args[10])
+            g0, x0, span_, _, t0_, n_img, g_step_, x_step_, _, out0 = [
+                context.cast(builder, a, ty, types.intp)
+                if isinstance(ty, types.Integer) else a
+                for a, ty in zip(args[2:], signature.args[2:])]
+            offsets = [builder.load(builder.gep(o_arr.data, [builder.add(
+                t0_, ir.Constant(intp, j))])) for j in range(n_taps)]
+            offsets = [context.cast(builder, v, signature.args[5].dtype, types.intp)
+                       for v in offsets]
+            zero = ir.Constant(vec, [ir.Constant(item, 0.0)] * lanes)
+            accs = [cgutils.alloca_once_value(builder, zero) for _ in range(n_taps)]
+            width = ir.Constant(intp, lanes)
+            n_blocks = builder.sdiv(span_, width)
+            rest = builder.srem(span_, width)
+            # the overlapping last block: its first lanes - rest lanes were counted already
+            lane_ids = ir.Constant(ir.VectorType(intp, lanes),
+                                   [ir.Constant(intp, lane) for lane in range(lanes)])
+            keep = builder.icmp_signed(">=", lane_ids,
+                                       _splat(builder, ir.VectorType(intp, lanes),
+                                              builder.sub(width, rest)))
+            last = builder.sub(span_, width)
+
+            def add_block(g_base, x_base, p, mask):
+                g_vec = _load_vector(builder, g_arr.data, builder.add(g_base, p), vec_ptr,
+                                     itemsize)
+                if mask is not None:
+                    g_vec = builder.select(mask, g_vec, zero)
+                for j in range(n_taps):
+                    x_vec = _load_vector(builder, x_arr.data,
+                                         builder.add(builder.add(x_base, p), offsets[j]),
+                                         vec_ptr, itemsize)
+                    acc = builder.load(accs[j])
+                    builder.store(builder.fadd(acc, builder.fmul(g_vec, x_vec)), accs[j])
+
+            with cgutils.for_range(builder, n_img) as image:
+                g_base = builder.add(g0, builder.mul(image.index, g_step_))
+                x_base = builder.add(x0, builder.mul(image.index, x_step_))
+                with cgutils.for_range(builder, n_blocks) as block:
+                    add_block(g_base, x_base, builder.mul(block.index, width), None)
+                has_rest = builder.icmp_signed(">", rest, ir.Constant(intp, 0))
+                with builder.if_then(has_rest):
+                    add_block(g_base, x_base, last, keep)
+            for j in range(n_taps):
+                acc = builder.load(accs[j])
+                total = builder.extract_element(acc, ir.Constant(ir.IntType(32), 0))
+                for lane in range(1, lanes):
+                    total = builder.fadd(total, builder.extract_element(
+                        acc, ir.Constant(ir.IntType(32), lane)))
+                builder.store(total, builder.gep(out_arr.data, [builder.add(
+                    out0, ir.Constant(intp, j))]))
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    dot_taps.__name__ = dot_taps.__qualname__ = f"dot_taps_{n_taps}"
+    return intrinsic(dot_taps)
+
+
+dot_taps_4 = _make_dot_taps(4)
+dot_taps_4.__doc__ = r"""``out[out_start + j] = sum_{i < n_images} sum_{p < span} G[g_start + i g_step + p]
+X[x_start + i x_step + p + offs[t0 + j]]`` for j = 0..3, in the fixed order of the module
+docstring. ``G``, ``X``, ``out``: 1-D contiguous arrays of one float dtype (flat views of the
+batch); ``offs``: integer tap offsets. Requires ``span >= lanes_of(itemsize)`` and every
+index in bounds (not checked: the caller's loops guarantee it)."""
+dot_taps_1 = _make_dot_taps(1)
+dot_taps_1.__doc__ = """:func:`dot_taps_4` for one tap (the taps left over after groups of 4)."""
+
+
+BLOCK_VECTORS = 4  # output vectors accumulated at once by correlate_sources
+
+
+@intrinsic
+def correlate_sources(typingctx, src, src_starts, taps, tap_starts, n_taps, offs, size, out):
+    r"""``out[p] = sum_k sum_{t < n_taps} taps[tap_starts[k] + t] src[src_starts[k] + p +
+    offs[t]]`` for p < size, the sums in that order (source k, then tap t): a correlation of
+    several source maps with their kernels into one output map (a convolution's forward pass
+    over the input maps an output reads, or its input gradient over the output maps that read
+    an input).
+
+    Blocks of ``BLOCK_VECTORS`` vectors of out stay in registers while every source and tap
+    adds to them (one load and one broadcast tap per ``BLOCK_VECTORS`` multiply-adds, each
+    output written once); a size that is not a multiple of the block ends with a block that
+    overlaps the previous one and writes the same values again. Requires ``size >=
+    BLOCK_VECTORS * lanes_of(itemsize)`` and every index in bounds (not checked). ``src``,
+    ``taps``, ``out``: 1-D contiguous arrays of one float dtype."""
+    if not (isinstance(src, types.Array) and src.dtype in (types.float32, types.float64)
+            and taps.dtype == src.dtype and out.dtype == src.dtype):
+        return None
+    sig = types.void(src, src_starts, taps, tap_starts, n_taps, offs, size, out)
+
+    def codegen(context, builder, signature, args):
+        item = context.get_value_type(src.dtype)
+        itemsize = context.get_abi_sizeof(item)
+        lanes = lanes_of(itemsize)
+        vec = ir.VectorType(item, lanes)
+        vec_ptr = vec.as_pointer()
+        intp = context.get_value_type(types.intp)
+        arrays = [context.make_array(signature.args[i])(context, builder, args[i])
+                  for i in (0, 1, 2, 3, 5, 7)]
+        src_arr, starts_arr, taps_arr, tstarts_arr, offs_arr, out_arr = arrays
+        n_taps_ = context.cast(builder, args[4], signature.args[4], types.intp)
+        size_ = context.cast(builder, args[6], signature.args[6], types.intp)
+        n_src = cgutils.unpack_tuple(builder, starts_arr.shape, 1)[0]
+        zero = ir.Constant(vec, [ir.Constant(item, 0.0)] * lanes)
+        accs = [cgutils.alloca_once_value(builder, zero) for _ in range(BLOCK_VECTORS)]
+        width = ir.Constant(intp, lanes * BLOCK_VECTORS)
+        n_blocks = builder.sdiv(builder.add(size_, ir.Constant(intp, lanes * BLOCK_VECTORS - 1)),
+                                width)
+        last = builder.sub(size_, width)
+
+        def load_index(arr, i, dtype):
+            value = builder.load(builder.gep(arr.data, [i]))
+            return context.cast(builder, value, dtype, types.intp)
+
+        with cgutils.for_range(builder, n_blocks) as block:
+            start = builder.mul(block.index, width)
+            start = builder.select(builder.icmp_signed(">", start, last), last, start)
+            for acc in accs:
+                builder.store(zero, acc)
+            with cgutils.for_range(builder, n_src) as k:
+                s0 = builder.add(load_index(starts_arr, k.index, signature.args[1].dtype), start)
+                t0 = load_index(tstarts_arr, k.index, signature.args[3].dtype)
+                with cgutils.for_range(builder, n_taps_) as t:
+                    tap = builder.load(builder.gep(taps_arr.data, [builder.add(t0, t.index)]))
+                    tap_vec = _splat(builder, vec, tap)
+                    base = builder.add(s0, load_index(offs_arr, t.index, signature.args[5].dtype))
+                    for b, acc in enumerate(accs):
+                        x_vec = _load_vector(builder, src_arr.data,
+                                             builder.add(base, ir.Constant(intp, b * lanes)),
+                                             vec_ptr, itemsize)
+                        builder.store(builder.fadd(builder.load(acc), builder.fmul(tap_vec, x_vec)),
+                                      acc)
+            for b, acc in enumerate(accs):
+                ptr = builder.gep(out_arr.data, [builder.add(start, ir.Constant(intp, b * lanes))])
+                builder.store(builder.load(acc), builder.bitcast(ptr, vec_ptr), align=itemsize)
+        return context.get_dummy_value()
+
+    return sig, codegen
