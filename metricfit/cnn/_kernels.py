@@ -75,7 +75,8 @@ LANES = 16  # partial sums per map in the subsampling's coefficient and bias gra
 
 __all__ = [
     "conv2d_forward", "conv2d_forward_into", "conv2d_backward", "conv2d_backward_into",
-    "subsample_forward", "subsample_forward_into", "subsample_backward", "subsample_backward_into",
+    "grid_shape", "subsample_forward", "subsample_forward_into", "subsample_backward",
+    "subsample_backward_into",
     "tanh32", "squash_into", "TANH32_CLAMP",
 ]
 
@@ -237,15 +238,15 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
 
 
 @njit(cache=True, nogil=True)
-def _spread(dY, Y, w, pad):  # pragma: no cover (compiled)
+def _spread_into(dY, Y, w, pad, Gp):  # pragma: no cover (compiled)
     """``dL/d(pre-activation)`` on the flat grid of row width w, zero-padded by ``pad`` on each
-    side: ``Gp`` of shape (n, c, span + 2 pad), zeros in the wrap-around columns and the pads;
-    and its per-map sums (the bias gradient; a vector dot product with ones,
+    side, written into ``Gp`` of shape (n, c, span + 2 pad) at the valid positions only (its
+    wrap-around columns and pads are left as they are: zeros that the caller provides, once);
+    returns its per-map sums (the bias gradient; a vector dot product with ones,
     :func:`._simd.dot_taps_1`, when the span holds a vector). ``Y`` is the squashed output
     (its tanh' = 1 - Y^2 multiplies dY), or empty when the layer has no tanh."""
     n, c_out, ho, wo = dY.shape
     span = (ho - 1) * w + wo
-    Gp = np.zeros((n, c_out, span + 2 * pad), dY.dtype)
     db = np.zeros(c_out, dY.dtype)
     squash = Y.size > 0
     for i in range(n):
@@ -274,7 +275,7 @@ def _spread(dY, Y, w, pad):  # pragma: no cover (compiled)
                 for p in range(span):
                     total += Gp[i, o, pad + p]
                 db[o] += total
-    return Gp, db
+    return db
 
 
 @njit(cache=True, nogil=True)
@@ -437,18 +438,32 @@ def conv2d_backward(X, W, table, dY, input_grad, Y=None):
     n, c_in, h, w = X.shape
     dX = np.empty((n, c_in, h, w) if input_grad else (0, 0, 0, 0), X.dtype)
     Y = np.empty((0, 0, 0, 0), X.dtype) if Y is None else Y
-    dW, db = conv2d_backward_into(X, W.astype(X.dtype), table, dY, Y, dX)
+    Gp = np.zeros(grid_shape(X.shape, W.shape, input_grad), X.dtype)
+    dW, db = conv2d_backward_into(X, W.astype(X.dtype), table, dY, Y, dX, Gp)
     return dX, dW, db
 
 
+def grid_shape(x_shape, w_shape, input_grad):
+    """Shape ``(n, c_out, span + 2 pad)`` of the padded flat grid of upstream gradients that
+    :func:`conv2d_backward_into` takes (zeros; ``pad = 0`` without ``input_grad``: the pads
+    serve the input gradient only)."""
+    n, _, h, w = x_shape
+    c_out, _, kh, kw = w_shape
+    span = (h - kh) * w + w - kw + 1
+    pad = (kh - 1) * w + kw - 1 if input_grad else 0
+    return (n, c_out, span + 2 * pad)
+
+
 @njit(cache=True, nogil=True)
-def conv2d_backward_into(X, W, table, dY, Y, dX):  # pragma: no cover (compiled)
+def conv2d_backward_into(X, W, table, dY, Y, dX, Gp):  # pragma: no cover (compiled)
     """:func:`conv2d_backward` with dL/dX written into ``dX`` (n, c_in, h, w); an empty dX
-    (size 0) skips it, an empty Y means no tanh. Returns ``(dW, db)``."""
+    (size 0) skips it, an empty Y means no tanh. ``Gp``: a zero array of
+    :func:`grid_shape` (only its valid positions are written, so a buffer reused from one
+    call to the next stays zero elsewhere). Returns ``(dW, db)``."""
     n, c_in, h, w = X.shape
     kh, kw = W.shape[2], W.shape[3]
-    pad = (kh - 1) * w + kw - 1 if dX.size > 0 else 0  # the pads serve the input gradient
-    Gp, db = _spread(dY, Y, w, pad)
+    pad = (Gp.shape[2] - (h - kh) * w - (w - kw + 1)) // 2
+    db = _spread_into(dY, Y, w, pad, Gp)
     dW = _weight_grad(X.reshape(n, c_in, h * w), Gp, pad, table, kh, kw, w)
     if dX.size > 0:
         _input_grad_into(W, Gp, table, w, dX.reshape(n, c_in, h * w))

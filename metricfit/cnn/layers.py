@@ -2,7 +2,9 @@ r"""The layers of the LeNet-style network: objects that hold sizes only and call
 
 Every layer maps a batch ``X`` to ``Y`` and back: ``forward(params, X) -> (Y, cache)`` and
 ``backward(params, cache, dY, input_grad) -> (dX, grads)``, with ``params`` and ``grads`` dicts
-of arrays named as in ``shapes``. Convolution and subsampling run the numba kernels of
+of arrays named as in ``shapes``. Both take an optional ``workspace``
+(:class:`._workspace.Workspace`): the large arrays they make then come from it, reused from
+the previous step. Convolution and subsampling run the numba kernels of
 :mod:`._kernels`, with the tanh that follows them fused in (``squash=True``: the forward pass
 writes tanh of its output, the backward pass folds ``1 - Y^2`` into its first loop); the fully
 connected layer is two GEMMs and its tanh is NumPy's ``np.tanh`` (both stay in NumPy).
@@ -20,6 +22,7 @@ import numpy as np
 from . import _kernels
 from ._tanh import tanh_backward, tanh_forward
 from ._threads import map_chunks
+from ._workspace import empty, zeros
 
 __all__ = ["Conv2D", "Subsample", "Dense", "Tanh", "lenet_table", "dense_forward",
            "dense_backward", "tanh_backward"]
@@ -30,9 +33,10 @@ def dense_forward(X, W, b):
     return X @ W.T + b  # (n, d_out)
 
 
-def dense_backward(X, W, dY, input_grad=True):
-    """``(dX, dW, db)`` of :func:`dense_forward`; dX is None unless ``input_grad``."""
-    dW = dY.T @ X  # (d_out, d_in)
+def dense_backward(X, W, dY, input_grad=True, dW=None):
+    """``(dX, dW, db)`` of :func:`dense_forward`; dX is None unless ``input_grad``; dW written
+    into the (d_out, d_in) array ``dW`` when given."""
+    dW = np.matmul(dY.T, X, out=dW)  # (d_out, d_in)
     db = dY.sum(axis=0)  # (d_out,)
     return (dY @ W if input_grad else None), dW, db
 
@@ -124,20 +128,23 @@ class Conv2D:
         W = _uniform(rng, fan_in[:, None, None, None], self.shapes["W"])  # (out, in, kh, kw)
         return {"W": W * self.table[:, :, None, None], "b": np.zeros(self.n_out)}
 
-    def forward(self, params, X):
+    def forward(self, params, X, workspace=None):
         W, b, table = _as(params["W"], X), _as(params["b"], X), self._table_u8
-        Y = np.empty((X.shape[0],) + self.output_shape(X.shape[1:]), X.dtype)
+        Y = empty(workspace, id(self), "Y",
+                  (X.shape[0],) + self.output_shape(X.shape[1:]), X.dtype)
         map_chunks(lambda rows: _kernels.conv2d_forward_into(X[rows], W, b, table, Y[rows],
                                                              self.squash), X.shape[0])
         return Y, (X, Y if self.squash else _NONE[X.dtype.char])
 
-    def backward(self, params, cache, dY, input_grad=True):
+    def backward(self, params, cache, dY, input_grad=True, workspace=None):
         X, Y = cache
         W, table = _as(params["W"], X), self._table_u8
-        dX = np.empty(X.shape if input_grad else (0, 0, 0, 0), X.dtype)
+        dX = empty(workspace, id(self), "dX", X.shape if input_grad else (0, 0, 0, 0), X.dtype)
+        Gp = zeros(workspace, id(self), "Gp", _kernels.grid_shape(X.shape, W.shape, input_grad),
+                   X.dtype)  # zeros outside the positions the kernel writes
         parts = map_chunks(lambda rows: _kernels.conv2d_backward_into(
             X[rows], W, table, dY[rows], Y[rows] if Y.size else Y,
-            dX[rows] if input_grad else dX), X.shape[0])
+            dX[rows] if input_grad else dX, Gp[rows]), X.shape[0])
         dW, db = (_sum_in_order([p[k] for p in parts]) for k in (0, 1))
         return (dX if input_grad else None), {"W": dW, "b": db}
 
@@ -162,18 +169,19 @@ class Subsample:
     def init(self, rng):
         return {"coef": np.ones(self.n_maps), "bias": np.zeros(self.n_maps)}
 
-    def forward(self, params, X):
+    def forward(self, params, X, workspace=None):
         coef, bias = _as(params["coef"], X), _as(params["bias"], X)
-        Y = np.empty((X.shape[0],) + self.output_shape(X.shape[1:]), X.dtype)
-        means = np.empty_like(Y)
+        shape = (X.shape[0],) + self.output_shape(X.shape[1:])
+        Y = empty(workspace, id(self), "Y", shape, X.dtype)
+        means = empty(workspace, id(self), "means", shape, X.dtype)
         map_chunks(lambda rows: _kernels.subsample_forward_into(
             X[rows], coef, bias, *self.window, Y[rows], means[rows], self.squash), X.shape[0])
         return Y, (X.shape[2:], means, Y if self.squash else _NONE[X.dtype.char])
 
-    def backward(self, params, cache, dY, input_grad=True):
+    def backward(self, params, cache, dY, input_grad=True, workspace=None):
         (h, w), means, Y = cache
         coef = _as(params["coef"], dY)
-        dX = np.empty(dY.shape[:2] + (h, w), dY.dtype)
+        dX = empty(workspace, id(self), "dX", dY.shape[:2] + (h, w), dY.dtype)
         parts = map_chunks(lambda rows: _kernels.subsample_backward_into(
             means[rows], coef, dY[rows], Y[rows] if Y.size else Y, *self.window, dX[rows]),
             dY.shape[0])
@@ -199,13 +207,14 @@ class Dense:
     def init(self, rng):
         return {"W": _uniform(rng, self.n_in, self.shapes["W"]), "b": np.zeros(self.n_out)}
 
-    def forward(self, params, X):
+    def forward(self, params, X, workspace=None):
         X2 = X.reshape(X.shape[0], -1)  # (n, d_in)
         return dense_forward(X2, params["W"], params["b"]), (X.shape, X2)
 
-    def backward(self, params, cache, dY, input_grad=True):
+    def backward(self, params, cache, dY, input_grad=True, workspace=None):
         shape, X2 = cache
-        dX, dW, db = dense_backward(X2, params["W"], dY, input_grad)
+        dW = empty(workspace, id(self), "dW", (self.n_out, self.n_in), dY.dtype)
+        dX, dW, db = dense_backward(X2, params["W"], dY, input_grad, dW)
         return (dX.reshape(shape) if input_grad else None), {"W": dW, "b": db}
 
 
@@ -223,7 +232,7 @@ class Tanh:
     def init(self, rng):
         return {}
 
-    def forward(self, params, X):
+    def forward(self, params, X, workspace=None):
         Y = np.array(X, order="C")  # (n, ...), overwritten with tanh(X)
 
         def chunk(rows):
@@ -233,7 +242,7 @@ class Tanh:
         map_chunks(chunk, X.shape[0])
         return Y, Y
 
-    def backward(self, params, Y, dY, input_grad=True):
+    def backward(self, params, Y, dY, input_grad=True, workspace=None):
         dX = np.empty_like(dY)
 
         def chunk(rows):

@@ -31,6 +31,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._threads import blas_single_threaded
+from ._workspace import empty
 from .layers import Conv2D, Dense, Subsample, Tanh, lenet_table
 
 __all__ = ["NetworkSpec", "network_spec", "ConvNet"]
@@ -171,12 +172,17 @@ class ConvNet:
         return np.concatenate([np.full(int(np.prod(shape)), key.endswith(".W"))
                                for key, shape in self.shapes.items()])
 
-    def unpack(self, theta, dtype=None):
-        """``{layer: {name: array}}`` from the flat theta (views, or copies in ``dtype``)."""
+    def unpack(self, theta, dtype=None, workspace=None):
+        """``{layer: {name: array}}`` from the flat theta (views, or copies in ``dtype``: into
+        an array of ``workspace`` when one is given)."""
         theta = np.asarray(theta).ravel()
         if theta.size != self.n_params:
             raise ValueError(f"theta has {theta.size} entries; {self!r} has {self.n_params}.")
-        if dtype is not None:
+        if dtype is not None and workspace is not None and theta.dtype != dtype:
+            cast = empty(workspace, id(self), "theta", theta.shape, dtype)
+            np.copyto(cast, theta, casting="unsafe")
+            theta = cast
+        elif dtype is not None:
             theta = theta.astype(dtype, copy=False)
         params, start = {}, 0
         for name, layer in self.layers.items():
@@ -208,22 +214,25 @@ class ConvNet:
                              f"{self.spec.input_shape[1]}), got {X.shape}.")
         return X
 
-    def forward(self, theta, X):
+    def forward(self, theta, X, workspace=None):
         """``G = G_W(X)`` (n, n_outputs) and the cache for :meth:`backward`.
 
-        Runs in the dtype of X (float32 or float64); theta is cast to it.
+        Runs in the dtype of X (float32 or float64); theta is cast to it. ``workspace``
+        (:class:`._workspace.Workspace`): the layers' arrays come from it (the caller
+        promises that nothing of this pass but the returned G outlives the next pass).
         """
         X = self._check_images(X)
-        params = self.unpack(theta, X.dtype)
+        params = self.unpack(theta, X.dtype, workspace)
         out = np.ascontiguousarray(X[:, None])  # (n, 1, H, W)
         caches = {}
         with blas_single_threaded():
             for name, layer in self.layers.items():
-                out, caches[name] = layer.forward(params[name], out)
+                out, caches[name] = layer.forward(params[name], out, workspace)
         return out, (params, caches)
 
-    def backward(self, theta, cache, dG):
-        """Flat ``dL/dtheta`` (in the dtype of the forward pass) for ``dG = dL/dG`` (n, k)."""
+    def backward(self, theta, cache, dG, workspace=None):
+        """Flat ``dL/dtheta`` (in the dtype of the forward pass) for ``dG = dL/dG`` (n, k), a
+        new array (``workspace``: as in :meth:`forward`)."""
         params, caches = cache
         grads, d = {}, np.ascontiguousarray(dG)
         names = list(self.layers)
@@ -231,7 +240,8 @@ class ConvNet:
             for name in reversed(names):
                 layer = self.layers[name]
                 d, grads[name] = layer.backward(params[name], caches[name], d,
-                                                input_grad=name != names[0])
+                                                input_grad=name != names[0],
+                                                workspace=workspace)
                 if d is not None:
                     d = np.ascontiguousarray(d)
         return self.pack(grads)

@@ -24,6 +24,7 @@ import functools
 
 import numpy as np
 
+from ._workspace import Workspace
 from .loss import embedding_cost_grad as _seed_000_loss
 from .schedule import learning_rate_factor
 
@@ -60,6 +61,7 @@ class SiameseObjective:
         self.n_pairs = pairs.shape[0]
         self.chunk_size = int(chunk_size)
         self.loss = embedding_cost_grad or functools.partial(_seed_000_loss, **loss_params)
+        self._workspace = Workspace()  # arrays of one step, reused by the next
 
     def batch(self, theta, rows):
         """Mean loss and gradient over the pairs ``rows`` (augmented when ``augment`` is
@@ -72,9 +74,10 @@ class SiameseObjective:
         images = np.concatenate([chunk[:, 0], chunk[:, 1]])  # (2B, H, W): [X1; X2]
         if augment is not None:
             images = augment(images)
-        G, cache = self.net.forward(theta, images)  # (2B, k)
+        G, cache = self.net.forward(theta, images, self._workspace)  # (2B, k)
         J, dJ_da, dJ_db = self.loss(G[:n], G[n:], self.labels[rows])
-        return J, self.net.backward(theta, cache, np.concatenate([dJ_da, dJ_db]))
+        return J, self.net.backward(theta, cache, np.concatenate([dJ_da, dJ_db]),
+                                    self._workspace)
 
     def __call__(self, theta):
         """Mean loss and gradient over all pairs as given (no augmentation), ``chunk_size``
