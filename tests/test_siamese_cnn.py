@@ -57,14 +57,21 @@ def test_pair_api(fitted, data):
 
 
 def test_learns_to_verify_unseen_images():
+    """Five seeds of a short training (one seed alone is a noisy measurement: the accuracy
+    of this tiny network after 10 epochs spreads from 0.85 to 0.99 over the seeds, and
+    moves by a few points when the kernels' sums round differently)."""
     pairs, y = make_image_pairs(200, seed=1)
     test_pairs, test_y = make_image_pairs(200, seed=2)
-    est = SiameseCNN(**dict(TINY, max_epochs=10, n_iter_no_change=None)).fit(pairs, y)
-    accuracy = max_decision_accuracy(test_y, est.pair_score(test_pairs))[0]
     start = max_decision_accuracy(test_y, -np.abs(test_pairs[:, 0] - test_pairs[:, 1]).sum(
         axis=(1, 2)))[0]  # the L1 distance of the raw pixels
-    assert start < 0.7 and accuracy >= 0.95  # measured: 0.665 and 0.99
-    assert est.curves_["validation"][-1] > est.curves_["validation"][0]
+    accuracies = []
+    for seed in range(5):
+        est = SiameseCNN(**dict(TINY, max_epochs=10, n_iter_no_change=None,
+                                random_state=seed)).fit(pairs, y)
+        accuracies.append(max_decision_accuracy(test_y, est.pair_score(test_pairs))[0])
+        assert est.curves_["validation"][-1] > est.curves_["validation"][0]
+    # measured: 0.665; 0.925, 0.845, 0.94, 0.99, 0.90 (median 0.925)
+    assert start < 0.7 and np.median(accuracies) >= 0.9 and min(accuracies) >= 0.8
 
 
 @pytest.mark.parametrize("loss, energy", [("contrastive", "l2"), ("square_exponential", "l2")])

@@ -491,29 +491,56 @@ def subsample_forward(X, coef, bias, sh, sw, squash=False):
 
 
 @njit(cache=True, nogil=True)
+def _window_sums(row_sums, sw, out):  # pragma: no cover (compiled)
+    """``out[k] = row_sums[k sw] + row_sums[k sw + 1] + ... + row_sums[k sw + sw - 1]`` (in
+    that order) over a whole map; the common widths 2 and 3 written out, so that the strides
+    are constants the compiler can vectorise."""
+    if sw == 2:
+        for k in range(out.size):
+            out[k] = row_sums[2 * k] + row_sums[2 * k + 1]
+    elif sw == 3:
+        for k in range(out.size):
+            out[k] = (row_sums[3 * k] + row_sums[3 * k + 1]) + row_sums[3 * k + 2]
+    else:
+        for k in range(out.size):
+            total = row_sums[k * sw]
+            for t in range(1, sw):
+                total += row_sums[k * sw + t]
+            out[k] = total
+
+
+@njit(cache=True, nogil=True)
 def subsample_forward_into(X, coef, bias, sh, sw, Y, means, squash):  # pragma: no cover
     """:func:`subsample_forward` written into ``Y`` and ``means`` (n, m, h // sh, w // sw).
-    Row by row (each window sum adds its rows, then its columns, in order) so that the
-    loops run over contiguous rows."""
+    Per map: the ``sh`` rows of each window row added first (contiguous slices, in order),
+    then the ``sw`` columns of those sums (:func:`_window_sums`, over the whole map at once);
+    coefficient, bias and tanh then over the whole map."""
     n, m, h, w = X.shape
     ho, wo = h // sh, w // sw
+    row = wo * sw  # columns beyond the last whole window are dropped
     inv = 1.0 / (sh * sw)
-    total = np.empty(wo, X.dtype)
-    pre = np.empty(wo, X.dtype)
+    X3 = X.reshape(n, m, h * w)
+    row_sums = np.empty(ho * row, X.dtype)
+    sums = np.empty(ho * wo, X.dtype)
+    pre = np.empty(ho * wo, X.dtype)
     for i in range(n):
         for c in range(m):
+            x = X3[i, c]
             for r in range(ho):
-                total[:] = 0
-                for a in range(sh):
-                    row = X[i, c, r * sh + a]
-                    for t in range(sw):
-                        for q in range(wo):
-                            total[q] += row[q * sw + t]
-                mean_row = means[i, c, r]
-                for q in range(wo):
-                    mean_row[q] = total[q] * inv
-                    pre[q] = coef[c] * mean_row[q]
-                squash_into(pre, bias[c], Y[i, c, r], squash)
+                dst = row_sums[r * row:(r + 1) * row]
+                src = x[r * sh * w:r * sh * w + row]
+                for j in range(row):
+                    dst[j] = src[j]
+                for a in range(1, sh):
+                    src = x[(r * sh + a) * w:(r * sh + a) * w + row]
+                    for j in range(row):
+                        dst[j] += src[j]
+            _window_sums(row_sums, sw, sums)
+            mean = means[i, c].reshape(ho * wo)
+            for k in range(ho * wo):
+                mean[k] = sums[k] * inv
+                pre[k] = coef[c] * mean[k]
+            squash_into(pre, bias[c], Y[i, c].reshape(ho * wo), squash)
 
 
 def subsample_backward(means, coef, dY, h, w, sh, sw, Y=None):
@@ -552,18 +579,41 @@ def _lane_sums_add(g, mean, lanes_coef, lanes_bias):  # pragma: no cover (compil
 
 
 @njit(cache=True, nogil=True)
+def _repeat_each(values, sw, out):  # pragma: no cover (compiled)
+    """``out[k sw + t] = values[k]`` for t < sw (the widths 2 and 3 written out, as in
+    :func:`_window_sums`)."""
+    if sw == 2:
+        for k in range(values.size):
+            out[2 * k] = values[k]
+            out[2 * k + 1] = values[k]
+    elif sw == 3:
+        for k in range(values.size):
+            out[3 * k] = values[k]
+            out[3 * k + 1] = values[k]
+            out[3 * k + 2] = values[k]
+    else:
+        for k in range(values.size):
+            for t in range(sw):
+                out[k * sw + t] = values[k]
+
+
+@njit(cache=True, nogil=True)
 def subsample_backward_into(means, coef, dY, Y, sh, sw, dX):  # pragma: no cover (compiled)
     """:func:`subsample_backward` with dL/dX written into ``dX`` (n, m, h, w); an empty Y means
     no tanh. Returns ``(dcoef, dbias)``: per map, ``LANES`` partial sums over the chunk's
-    images (:func:`_lane_sums_add`), added up in lane order at the end."""
+    images (:func:`_lane_sums_add`), added up in lane order at the end. Each window's share
+    is repeated along its row (:func:`_repeat_each`), then that row copied to the window's
+    ``sh`` rows."""
     n, m, ho, wo = dY.shape
     h, w = dX.shape[2], dX.shape[3]
-    size = ho * wo
+    size, row = ho * wo, wo * sw
     inv = 1.0 / (sh * sw)
     squash = Y.size > 0
     lanes_coef = np.zeros((m, LANES), dY.dtype)
     lanes_bias = np.zeros((m, LANES), dY.dtype)
     g = np.empty(size, dY.dtype)
+    share = np.empty(size, dY.dtype)
+    repeated = np.empty(ho * row, dY.dtype)
     dX3 = dX.reshape(n, m, h * w)
     for i in range(n):
         for c in range(m):
@@ -575,16 +625,18 @@ def subsample_backward_into(means, coef, dY, Y, sh, sw, dX):  # pragma: no cover
             else:
                 g[:] = dy
             _lane_sums_add(g, means[i, c].reshape(size), lanes_coef[c], lanes_bias[c])
+            for k in range(size):
+                share[k] = coef[c] * g[k] * inv
+            _repeat_each(share, sw, repeated)
             dx = dX3[i, c]
-            if ho * sh < h or wo * sw < w:  # rows or columns beyond the last whole window
+            if ho * sh < h or row < w:  # rows or columns beyond the last whole window
                 dx[:] = 0
             for r in range(ho):
-                for q in range(wo):
-                    value = coef[c] * g[r * wo + q] * inv
-                    base = r * sh * w + q * sw
-                    for a in range(sh):
-                        for t in range(sw):
-                            dx[base + a * w + t] = value
+                src = repeated[r * row:(r + 1) * row]
+                for a in range(sh):
+                    dst = dx[(r * sh + a) * w:(r * sh + a) * w + row]
+                    for j in range(row):
+                        dst[j] = src[j]
     dcoef = np.zeros(m, dY.dtype)
     dbias = np.zeros(m, dY.dtype)
     for c in range(m):
