@@ -30,7 +30,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["VECTOR_BYTES", "lanes_of", "dot_taps_4", "dot_taps_1"]
+__all__ = ["VECTOR_BYTES", "BLOCK_VECTORS", "lanes_of", "dot_taps_4", "dot_taps_1", "correlate_sources"]
 
 VECTOR_BYTES = 64  # one AVX-512 register; two AVX2 ones
 
@@ -38,6 +38,22 @@ VECTOR_BYTES = 64  # one AVX-512 register; two AVX2 ones
 def lanes_of(itemsize):
     """Lanes of a vector of ``VECTOR_BYTES`` bytes for items of ``itemsize`` bytes."""
     return VECTOR_BYTES // itemsize
+
+
+def _float_arrays(*arrays):
+    """Whether all are arrays of one float dtype (float32 or float64)."""
+    return (all(isinstance(a, types.Array) for a in arrays)
+            and arrays[0].dtype in (types.float32, types.float64)
+            and all(a.dtype == arrays[0].dtype for a in arrays))
+
+
+def _vector_types(context, dtype):
+    """``(item, itemsize, lanes, vector, vector pointer, intp)`` LLVM types for ``dtype``."""
+    item = context.get_value_type(dtype)
+    itemsize = context.get_abi_sizeof(item)
+    lanes = lanes_of(itemsize)
+    vec = ir.VectorType(item, lanes)
+    return item, itemsize, lanes, vec, vec.as_pointer(), context.get_value_type(types.intp)
 
 
 def _splat(builder, vec_type, value):
@@ -57,19 +73,13 @@ def _make_dot_taps(n_taps):
 
     def dot_taps(typingctx, G, X, g_start, x_start, span, offs, t0, n_images, g_step, x_step,
                  out, out_start):
-        if not (isinstance(G, types.Array) and G.dtype in (types.float32, types.float64)
-                and X.dtype == G.dtype and out.dtype == G.dtype):
+        if not _float_arrays(G, X, out):
             return None
         sig = types.void(G, X, g_start, x_start, span, offs, t0, n_images, g_step, x_step, out,
                          out_start)
 
         def codegen(context, builder, signature, args):
-            item = context.get_value_type(G.dtype)
-            itemsize = context.get_abi_sizeof(item)
-            lanes = lanes_of(itemsize)
-            vec = ir.VectorType(item, lanes)
-            vec_ptr = vec.as_pointer()
-            intp = context.get_value_type(types.intp)
+            item, itemsize, lanes, vec, vec_ptr, intp = _vector_types(context, G.dtype)
             g_arr = context.make_array(signature.args[0])(context, builder, args[0])
             x_arr = context.make_array(signature.args[1])(context, builder, args[1])
             o_arr = context.make_array(signature.args[5])(context, builder, args[5])
@@ -158,18 +168,12 @@ def correlate_sources(typingctx, src, src_starts, taps, tap_starts, n_taps, offs
     overlaps the previous one and writes the same values again. Requires ``size >=
     BLOCK_VECTORS * lanes_of(itemsize)`` and every index in bounds (not checked). ``src``,
     ``taps``, ``out``: 1-D contiguous arrays of one float dtype."""
-    if not (isinstance(src, types.Array) and src.dtype in (types.float32, types.float64)
-            and taps.dtype == src.dtype and out.dtype == src.dtype):
+    if not _float_arrays(src, taps, out):
         return None
     sig = types.void(src, src_starts, taps, tap_starts, n_taps, offs, size, out)
 
     def codegen(context, builder, signature, args):
-        item = context.get_value_type(src.dtype)
-        itemsize = context.get_abi_sizeof(item)
-        lanes = lanes_of(itemsize)
-        vec = ir.VectorType(item, lanes)
-        vec_ptr = vec.as_pointer()
-        intp = context.get_value_type(types.intp)
+        item, itemsize, lanes, vec, vec_ptr, intp = _vector_types(context, src.dtype)
         arrays = [context.make_array(signature.args[i])(context, builder, args[i])
                   for i in (0, 1, 2, 3, 5, 7)]
         src_arr, starts_arr, taps_arr, tstarts_arr, offs_arr, out_arr = arrays
