@@ -30,7 +30,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["VECTOR_BYTES", "BLOCK_VECTORS", "lanes_of", "dot_taps_4", "dot_taps_1", "correlate_sources"]
+__all__ = ["VECTOR_BYTES", "BLOCK_VECTORS", "lanes_of", "dot_taps_4", "dot_taps_1",
+           "correlate_sources"]
 
 VECTOR_BYTES = 64  # one AVX-512 register; two AVX2 ones
 
