@@ -145,9 +145,10 @@ def _make_dot_taps(n_taps):
 dot_taps_4 = _make_dot_taps(4)
 dot_taps_4.__doc__ = r"""``out[out_start + j] = sum_{i < n_images} sum_{p < span}
 G[g_start + i g_step + p] X[x_start + i x_step + p + offs[t0 + j]]`` for j = 0..3, in the
-fixed order of the module docstring. ``G``, ``X``, ``out``: 1-D contiguous arrays of one float dtype (flat views of the
-batch); ``offs``: integer tap offsets. Requires ``span >= lanes_of(itemsize)`` and every
-index in bounds (not checked: the caller's loops guarantee it)."""
+fixed order of the module docstring. ``G``, ``X``, ``out``: 1-D contiguous arrays of one
+float dtype (flat views of the batch); ``offs``: integer tap offsets. Requires ``span >=
+lanes_of(itemsize)`` and every index in bounds (not checked: the caller's loops guarantee
+it)."""
 dot_taps_1 = _make_dot_taps(1)
 dot_taps_1.__doc__ = """:func:`dot_taps_4` for one tap (the taps left over after groups of 4)."""
 
