@@ -1,4 +1,4 @@
-r"""Vector-register accumulators for the convolution's weight gradient, as numba intrinsics.
+r"""Vector-register accumulators for the convolution kernels, as numba intrinsics.
 
 The weight gradient is a dot product per kernel tap,
 ``dW[o, c, t] = sum_n sum_p Ge[n, o, p] x[n, c, p + off_t]`` (:mod:`._kernels`). A float dot
@@ -9,14 +9,17 @@ memory, one load and one store of it per few products, and the loop is bound by 
 operations, not arithmetic (about 30-40 GFLOP/s on this project's machine, against 90-110 for
 the forward correlation).
 
-:func:`dot_taps` states the order instead of leaving it to the compiler. It is written in
+:func:`dot_taps_4` states the order instead of leaving it to the compiler. It is written in
 LLVM IR (``llvmlite``) with explicit vector types of 64 bytes (16 float32 or 8 float64 lanes;
 LLVM splits them into the registers the CPU has): lane ``l`` of the accumulator of tap t adds,
 image after image and block after block, the products at positions ``p = l (mod lanes)``; the
-lanes are then added in order 0, 1, ..., lanes - 1. The accumulators of ``T`` taps stay in
-registers across the whole loop and share each load of ``Ge``: ``T + 1`` vector loads per
-``T`` vector multiply-adds, no stores. The order is fixed by the code, not by the CPU or the
+lanes are then added in order 0, 1, ..., lanes - 1. The accumulators of four taps stay in
+registers across the whole loop and share each load of ``Ge``: five vector loads per four
+vector multiply-adds, no stores. The order is fixed by the code, not by the CPU or the
 thread count (no fused multiply-add either: the IR multiplies, then adds).
+:func:`correlate_sources` does the same for the correlations of the forward pass and the
+input gradient (element-wise sums, so the gain there is the registers: each output written
+once).
 
 A span that is not a multiple of the lane count ends with one more block that *overlaps* the
 previous one (it starts at ``span - lanes``), its already-counted lanes zeroed in the
