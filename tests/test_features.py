@@ -356,3 +356,35 @@ def test_codes_equal_skimage_property(skimage_codes, seed, rows, cols, levels):
     image = np.random.default_rng(seed).integers(0, levels + 1, (rows, cols)).astype(float)
     for R in (1, 2):
         assert_array_equal(lbp_codes(image, 8, R), skimage_codes(image, 8, R))
+
+
+# -- multi-scale LBP (issue 15: radius 1 and 2 histograms of the same cells) ----------------
+
+def test_lbp_several_radii_concatenate_the_single_radius_histograms(rng):
+    images = rng.integers(0, 256, size=(3, 62, 47))
+    one, two = (LBP((5, 5), r).fit_transform(images) for r in (1, 2))
+    both = LBP((5, 5), (1, 2)).fit(images)
+    assert both.n_features_out_ == 2 * 12 * 9 * 59 == 12744
+    assert [w[4] for w in both.windows_] == [1.0, 2.0]
+    assert_array_equal(both.transform(images), np.hstack([one, two]))
+    assert_array_equal(LBP((5, 5), [2]).fit_transform(images), two)
+
+
+def test_lbp_several_radii_on_a_constant_image_by_hand():
+    # 8x8 constant image, 4x4 cells, zeros outside the image: a pixel's code is the all-ones
+    # pattern (nri_uniform bin 57 for P = 8) iff its whole circle lies inside the image, i.e.
+    # rows and columns 1..6 for R = 1 (3 x 3 of each corner cell's 16 pixels) and 2..5 for
+    # R = 2 (2 x 2 of 16; bilinear samples at +-sqrt(2) stay between inside pixels).
+    h = LBP((4, 4), (1, 2)).fit_transform(np.full((1, 8, 8), 7.0)).reshape(2, 4, 59)
+    assert uniform_table(8)[255] == 57
+    assert_allclose(h[0, :, 57], 9 / 16)
+    assert_allclose(h[1, :, 57], 4 / 16)
+    assert_allclose(h.sum(axis=-1), 1.0)
+
+
+@pytest.mark.parametrize("radius", [(), (1, 1), (1, -2), (1, 0), [[1, 2]], (1, "a"),
+                                    (1, np.inf)])
+def test_lbp_bad_radii(radius):
+    with pytest.raises(ValueError, match="radius must be a positive number or a non-empty "
+                                         "sequence of distinct positive numbers"):
+        LBP((4, 4), radius).fit(np.zeros((1, 8, 8)))

@@ -295,3 +295,100 @@ def test_cli_fuse_keeps_columns_of_two_files_with_one_source(tmp_path, capsys):
     assert main(["fuse", *map(str, paths), "--json", str(out)]) == 0
     methods = {r["method"] for r in json.loads(out.read_text())["results"]}
     assert methods == {"src:m0", "src:m1", "src@b:m0", "src@b:m1", "fusion"}
+
+
+# -- a descriptor variant chosen on validation (issue 15: several --lbp-block / --lbp-radius) --
+
+def _result(method, val_acc_pairs, test_scores):
+    """A Result whose validation scores separate the first ``val_acc_pairs`` of 10 pairs."""
+    val_y = np.array([1] * 5 + [-1] * 5)
+    val_scores = np.where(np.arange(10) < val_acc_pairs, val_y, -val_y).astype(float)
+    y = np.array([1, -1])
+    return verification.Result(method=method, accuracy=float(np.mean(np.sign(test_scores) == y)),
+                               maxda=np.nan, eer=np.nan, lam=np.nan, threshold=0.0,
+                               scores=np.asarray(test_scores, float), y=y,
+                               val_scores=val_scores, val_y=val_y)
+
+
+def test_choose_variant_takes_the_best_validation_accuracy_not_the_best_test():
+    # variant 'a' is perfect on test but worse on validation in experiment 0: 'b' is taken
+    runs = {"a": [[_result("m", 6, [1, -1]), _result("n", 10, [1, -1])]],
+            "b": [[_result("m", 10, [-1, 1]), _result("n", 10, [-1, 1])]]}
+    chosen = verification.choose_variant(runs)
+    assert [r.descriptor for r in chosen[0]] == ["b", "a"]  # 'n': a tie, the first wins
+    assert [r.accuracy for r in chosen[0]] == [0.0, 1.0]
+    assert verification.summarise(chosen)[0]["descriptors"] == ["b"]
+    # poisoning every test score and label leaves the choice unchanged
+    for runs_ in runs.values():
+        for r in runs_[0]:
+            r.scores, r.y = -r.scores, -r.y
+    assert [r.descriptor for r in verification.choose_variant(runs)[0]] == ["b", "a"]
+    assert runs["a"][0][0].descriptor is None  # the inputs are not modified
+
+
+def test_choose_variant_errors():
+    with pytest.raises(ValueError, match="at least one variant"):
+        verification.choose_variant({})
+    with pytest.raises(ValueError, match="same experiments and methods"):
+        verification.choose_variant({"a": [[_result("m", 5, [1, -1])]],
+                                     "b": [[_result("n", 5, [1, -1])]]})
+    no_val = _result("m", 5, [1, -1])
+    no_val.val_scores = None
+    with pytest.raises(ValueError, match="no validation scores"):
+        verification.choose_variant({"a": [[no_val]]})
+
+
+def test_cli_lbp_variants_chosen_on_validation(tmp_path, capsys):
+    out = tmp_path / "variants.json"
+    assert main(["verify", "--quiet", "--repeats", "2", "--select", "--dims", "8,16",
+                 "--lams", "0.1", "--max-iter", "30", "--features", "sqrt-lbp",
+                 "--lbp-block", "3,4", "--lbp-radius", "1,1+2", "--methods", "wccn,tsml-sim",
+                 "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    labels = ["3x3 r1", "3x3 r1+2", "4x4 r1", "4x4 r1+2"]
+    for label in labels:
+        assert f"variant {label}:" in text
+    assert "chosen on validation per method and experiment from " + ", ".join(labels) in text
+    record = json.loads(out.read_text())
+    assert list(record["variants"]) == labels
+    for r in record["results"]:
+        variant = record["variants"][r["descriptor"]]["results"]
+        same = [v for v in variant if v["method"] == r["method"]
+                and v["experiment"] == r["experiment"]]
+        assert len(same) == 1 and {**same[0], "descriptor": r["descriptor"]} == r
+    # the chosen variant has the best validation accuracy (the first one on a tie)
+    for r in record["results"]:
+        val = [next(v["val_maxda"] for v in record["variants"][label]["results"]
+                    if v["method"] == r["method"] and v["experiment"] == r["experiment"])
+               for label in labels]
+        assert r["descriptor"] == labels[int(np.argmax(val))] and 0.5 <= r["val_maxda"] <= 1
+    assert record["summary"][0]["descriptors"] == [r["descriptor"] for r in record["results"]
+                                                   if r["method"] == "wccn"]
+
+
+def test_cli_one_lbp_variant_records_no_choice(tmp_path, capsys):
+    out = tmp_path / "one.json"
+    assert main(["verify", "--quiet", "--repeats", "1", "--lams", "0.1", "--features", "lbp",
+                 "--lbp-block", "4", "--lbp-radius", "2", "--methods", "wccn",
+                 "--json", str(out)]) == 0
+    assert "LBP 4x4 r2" in capsys.readouterr().out
+    record = json.loads(out.read_text())
+    assert "variants" not in record and record["results"][0]["descriptor"] is None
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--lbp-block", "4,4"], "argument --lbp-block: repeated cell side"),
+    (["--lbp-block", "4,x"], "argument --lbp-block: expected a positive integer"),
+    (["--lbp-block", "3,1"], "--lbp-block: the LBP cell side must be >= 2 pixels, got 1"),
+    (["--lbp-radius", "0"], "argument --lbp-radius: expected comma-separated radii > 0"),
+    (["--lbp-radius", "1+1"], "argument --lbp-radius: expected comma-separated radii > 0"),
+    (["--lbp-radius", "1,,2"], "argument --lbp-radius: expected comma-separated radii > 0"),
+    (["--lbp-radius", "x"], "argument --lbp-radius: expected comma-separated radii > 0"),
+    (["--lbp-radius", "2,2.0"], "argument --lbp-radius: repeated radius setting"),
+    (["--lbp-block", "3,4", "--fusion", "--methods", "wccn,baseline"],
+     "--fusion and --snorm take one LBP setting"),
+    (["--lbp-radius", "1,2", "--snorm", "5"], "--fusion and --snorm take one LBP setting"),
+])
+def test_cli_lbp_variant_errors(argv, message, capsys):
+    assert main(["verify", "--quiet", "--features", "lbp", *argv]) == 2
+    assert message in capsys.readouterr().err

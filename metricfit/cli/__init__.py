@@ -17,7 +17,10 @@
   ones); the same rotation (n-2 folds train, 1 validates, 1 tests); unrestricted as for lfw.
 
 Features (computed once on all images; no labels): pixels, sqrt, lbp (uniform LBP 8,1 on 10x10
-blocks; ``--lbp-block``), oclbp (seed 002's 3 configurations), dsift (dense SIFT, 3 scales),
+blocks; ``--lbp-block``, ``--lbp-radius``; several values of either, e.g. ``--lbp-block 5,8,10
+--lbp-radius 1,1+2``: each cell side x radius setting runs the whole protocol and one is
+chosen per method and experiment by validation maxDA; ``1+2`` concatenates the histograms of
+radii 1 and 2 of each cell), oclbp (seed 002's 3 configurations), dsift (dense SIFT, 3 scales),
 gabor (5 scales x 8 orientations, 10x10 block means), hog (9 bins, 8x8 cells, 2x2 blocks),
 and the square root of each (sqrt-lbp, ...); blocks at most half the image (digits: 4x4),
 HOG cells at most a quarter, SIFT patches at most the image. Method aliases csml, tsml, ddml

@@ -59,6 +59,37 @@ def _dim_list(text):
     return [_positive_int(item) for item in items]
 
 
+def _block_list(text):
+    """--lbp-block: comma-separated distinct positive integers (at least one)."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected comma-separated cell sides, got {text!r}")
+    blocks = [_positive_int(item) for item in items]
+    if len(set(blocks)) != len(blocks):
+        raise argparse.ArgumentTypeError(f"repeated cell side in {text!r}")
+    return blocks
+
+
+def _radius_list(text):
+    """--lbp-radius: comma-separated radius settings, each a radius or radii joined by '+'
+    (multi-scale, e.g. 1+2); every radius a number > 0; no repeats."""
+    settings = []
+    for item in (t.strip() for t in text.split(",")):
+        try:
+            radii = tuple(float(r) for r in item.split("+"))
+        except ValueError:
+            radii = ()
+        if not radii or not all(0 < r < float("inf") for r in radii) \
+                or len(set(radii)) != len(radii):
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated radii > 0, each a radius or distinct radii joined "
+                f"by '+' (e.g. 1,2,1+2), got {text!r}")
+        settings.append(radii)
+    if len(set(settings)) != len(settings):
+        raise argparse.ArgumentTypeError(f"repeated radius setting in {text!r}")
+    return settings
+
+
 def _experiment_list(text):
     """Comma-separated experiment numbers (integers >= 0, at least one, no repeats)."""
     items = [t.strip() for t in text.split(",") if t.strip()]
@@ -130,8 +161,17 @@ def _parser():
                         metavar="{digits,att,lfw,yale,PATH.npz}")
     verify.add_argument("--features", default="pixels", choices=FEATURES,
                         help=f"one of {', '.join(FEATURES)}")
-    verify.add_argument("--lbp-block", type=_positive_int, default=10, metavar="PIXELS",
-                        help="side of the square LBP blocks (cells) of lbp, sqrt-lbp")
+    verify.add_argument("--lbp-block", type=_block_list, default=[10], metavar="PIXELS[,...]",
+                        help="side of the square LBP blocks (cells) of lbp, sqrt-lbp; several "
+                             "(e.g. 5,6,8,10): each cell size is run through the protocol and "
+                             "chosen per method and experiment on the validation fold (with "
+                             "--lbp-radius: every cell size x radius setting)")
+    verify.add_argument("--lbp-radius", type=_radius_list, default=[(1.0,)],
+                        metavar="R[,...]",
+                        help="LBP(8,R) radius of lbp, sqrt-lbp (default 1); R1+R2: both "
+                             "radii's histograms of each cell concatenated (multi-scale); "
+                             "several settings (e.g. 1,2,1+2): chosen on the validation fold "
+                             "like several --lbp-block")
     verify.add_argument("--methods", default=",".join(verification.DEFAULT_METHODS),
                         type=_methods,
                         help=f"comma-separated, from {','.join(verification.METHODS)}")

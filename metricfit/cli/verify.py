@@ -35,15 +35,18 @@ def _load(args):
                  image_fold=image_fold)
 
 
-def _extractor(kind, height, width, lbp_block=10):
+def _extractor(kind, height, width, lbp_block=10, lbp_radius=1):
     """The unfitted image descriptor of ``kind`` (without its sqrt- prefix), scaled down to
     fit small images (block sides at most half the image, HOG cells at most a quarter, SIFT
-    patches at most the image)."""
+    patches at most the image). ``lbp_block``, ``lbp_radius`` (a radius or a tuple of radii:
+    multi-scale): LBP's cell side and radius."""
     from ..features import HOG, LBP, OCLBP, DenseSIFT, Gabor
 
     side = lambda b: (min(b, max(height // 2, 1)), min(b, max(width // 2, 1)))  # noqa: E731
     if kind == "lbp":
-        return LBP(block_size=side(lbp_block))
+        radius = tuple(lbp_radius) if np.ndim(lbp_radius) else lbp_radius
+        return LBP(block_size=side(lbp_block),
+                   radius=radius[0] if isinstance(radius, tuple) and len(radius) == 1 else radius)
     if kind == "oclbp":
         return OCLBP([(*side(b), r) for b, r in ((10, 1), (14, 2), (18, 3))])
     if kind == "hog":
@@ -54,7 +57,7 @@ def _extractor(kind, height, width, lbp_block=10):
     return Gabor(block_size=side(10))
 
 
-def _features(images, kind, quiet, lbp_block=10):
+def _features(images, kind, quiet, lbp_block=10, lbp_radius=1):
     """(n, d) float64 feature vectors of the images, computed once for the whole protocol."""
     n = images.shape[0]
     if kind in ("pixels", "sqrt"):
@@ -65,7 +68,8 @@ def _features(images, kind, quiet, lbp_block=10):
     if images.ndim != 3:
         raise ValueError(f"--features {kind} needs images (n, H, W), got shape {images.shape}.")
     height, width = images.shape[1:]
-    extractor = _extractor(kind.removeprefix("sqrt-"), height, width, lbp_block).fit(images[:1])
+    extractor = _extractor(kind.removeprefix("sqrt-"), height, width, lbp_block,
+                           lbp_radius).fit(images[:1])
     out = np.empty((n, extractor.n_features_out_))
     bar, chunk = _Bar(n, f"{kind} features", quiet), 512
     for start in range(0, n, chunk):
@@ -137,12 +141,31 @@ def _check_loaded(args, data, methods):
 
 
 def _check_back_end_flags(args):
-    """--snorm and --lbp-block: one-line errors naming the argument (exit 2)."""
+    """--snorm, --lbp-block and --lbp-radius: one-line errors naming the argument (exit 2)."""
     if args.snorm is not None and args.snorm < 2:
         raise ValueError(f"--snorm: the cohort needs at least 2 images, got {args.snorm}.")
-    if args.lbp_block < 2:
+    small = [b for b in args.lbp_block if b < 2]
+    if small:
         raise ValueError(f"--lbp-block: the LBP cell side must be >= 2 pixels, got "
-                         f"{args.lbp_block}.")
+                         f"{','.join(map(str, small))}.")
+    if len(_lbp_variants(args)) > 1 and (args.fusion or args.snorm is not None):
+        raise ValueError("--fusion and --snorm take one LBP setting: several --lbp-block / "
+                         "--lbp-radius values are chosen per method on validation, and a "
+                         "fusion or a cohort would mix the variants.")
+
+
+def _radius_label(radii):
+    return "+".join(f"{r:g}" for r in radii)
+
+
+def _lbp_variants(args):
+    """``[(label, block, radii)]``: every --lbp-block x --lbp-radius setting for lbp and
+    sqrt-lbp (the label names both, e.g. '5x5 r1+2'); one unlabelled entry otherwise."""
+    blocks = getattr(args, "lbp_block", [10])
+    radii = getattr(args, "lbp_radius", [(1.0,)])
+    if args.features not in ("lbp", "sqrt-lbp"):
+        return [(None, blocks[0], radii[0])]
+    return [(f"{b}x{b} r{_radius_label(r)}", b, r) for b in blocks for r in radii]
 
 
 def run(args):
@@ -171,22 +194,38 @@ def run(args):
         warnings.simplefilter("always")
         data = _load(args)
         _check_loaded(args, data, methods)
-        vectors = _features(data.images, args.features, args.quiet, args.lbp_block)
+        variants = _lbp_variants(args)
         n_experiments = args.repeats if args.data == "digits" else \
             np.unique(data.pair_fold).size if args.experiments is None else len(args.experiments)
-        bar = _Bar(n_experiments * (len(methods) * (1 + bool(args.snorm)) + args.fusion),
-                   "verify", args.quiet)
-        experiments, protocol = _run(args, data, vectors, methods, lams, lambda e, r: bar.step(
-            f"experiment {e + 1}: {r.method} {100 * r.accuracy:.2f} %"
-            + ("" if np.isnan(r.lam) else f" (lambda {r.lam:g})")
-            + ("" if r.n_components is None else f" (dim {r.n_components}, "
-               f"{'L2' if r.normalize else 'no L2'})")))
+        bar = _Bar(len(variants) * n_experiments
+                   * (len(methods) * (1 + bool(args.snorm)) + args.fusion), "verify", args.quiet)
+        runs = {}
+        for label, block, radii in variants:
+            vectors = _features(data.images, args.features, args.quiet, block, radii)
+            runs[label], protocol = _run(
+                args, data, vectors, methods, lams, lambda e, r, label=label: bar.step(
+                    f"experiment {e + 1}: {r.method} {100 * r.accuracy:.2f} %"
+                    + ("" if label is None else f" ({label})")
+                    + ("" if np.isnan(r.lam) else f" (lambda {r.lam:g})")
+                    + ("" if r.n_components is None else f" (dim {r.n_components}, "
+                       f"{'L2' if r.normalize else 'no L2'})")))
+    experiments = next(iter(runs.values())) if len(runs) == 1 else \
+        verification.choose_variant(runs)
     rows = verification.summarise(experiments)
     curves = verification.mean_curves(experiments)
     seconds = time.perf_counter() - start
     if args.select:
         protocol += (f"; chosen on validation per method: WPCA dimension from "
                      f"{','.join(map(str, args.dims))}, L2 on/off, lambda")
+    if len(runs) > 1:
+        for label, run_ in runs.items():
+            print(f"variant {label}:")
+            print(verification.format_table(verification.summarise(run_),
+                                            calibrated=args.calibrate))
+        protocol += (f"; LBP variant (cell side x radius) chosen on validation per method and "
+                     f"experiment from {', '.join(runs)}")
+    elif args.features in ("lbp", "sqrt-lbp"):
+        protocol += f"; LBP {next(iter(runs)) or ''}".rstrip()
     print(f"{protocol}; features {args.features}; mean +- SEM over {len(experiments)}; "
           f"{seconds:.1f} s")
     print(verification.format_table(rows, calibrated=args.calibrate))
@@ -203,7 +242,11 @@ def run(args):
             "summary": rows,
             "results": verification.as_records(experiments, args.experiments),
             "curves": curves, **({} if args.experiments is None
-                                 else {"experiments": args.experiments})})
+                                 else {"experiments": args.experiments}),
+            **({} if len(runs) < 2 else {"variants": {
+                label: {"summary": verification.summarise(run_),
+                        "results": verification.as_records(run_, args.experiments)}
+                for label, run_ in runs.items()}})})
     if args.plot:
         _plot(args.plot, curves, rows, f"{protocol}; features {args.features}")
     if args.scores:

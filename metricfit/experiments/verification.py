@@ -17,7 +17,7 @@ methods (:data:`IMAGE_METHODS`: 'cnn', the siamese convnet), which take pairs of
 """
 
 import functools
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -173,6 +173,8 @@ class Result:
     normalize: bool = None  # L2 normalisation after WPCA chosen (same)
     choice: dict = None  # a selected fusion's choices (fuse_saved(select=True)); an image
     # method's epoch of early stopping and epochs run (image_method_and_test)
+    descriptor: str = None  # the descriptor variant chosen on validation (choose_variant)
+    val_maxda: float = np.nan  # validation accuracy at the best threshold (validation_accuracy)
     scores: np.ndarray = _extra()
     y: np.ndarray = _extra()
     model: object = _extra()
@@ -187,7 +189,9 @@ def _test_result(name, scores, y, threshold, lam, model, val=None, n_components=
                   maxda=max_decision_accuracy(y, scores)[0], eer=equal_error_rate(y, scores)[0],
                   lam=float(lam), threshold=float(threshold), scores=scores, y=np.asarray(y),
                   model=model, val_scores=val_scores, val_y=val_y, n_components=n_components,
-                  normalize=normalize, **_back_end_metrics(np.asarray(scores), y, val))
+                  normalize=normalize, val_maxda=np.nan if val is None else
+                  max_decision_accuracy(val_y, val_scores)[0],
+                  **_back_end_metrics(np.asarray(scores), y, val))
 
 
 def _validation_accuracy(estimator, pairs, y):
@@ -754,6 +758,44 @@ def run_digits(vectors, labels, methods=DEFAULT_METHODS, n_components=32, lams=D
     return experiments
 
 
+def validation_accuracy(result):
+    """The accuracy at the best threshold (maxDA) of a Result's validation scores: what the
+    selection maximised, read back from the fitted model's validation fold."""
+    if result.val_scores is None:
+        raise ValueError(f"the Result of {result.method} has no validation scores.")
+    return max_decision_accuracy(result.val_y, result.val_scores)[0]
+
+
+def choose_variant(runs):
+    """Per experiment and method, the Result of the descriptor variant with the best validation
+    accuracy at its best threshold (:func:`validation_accuracy`); the first variant wins a tie.
+    A choice made on the validation fold only, like the WPCA dimension: the test scores are
+    not read.
+
+    ``runs`` is ``{label: experiments}``, each ``experiments`` a list (per experiment) of lists
+    of Results of the same methods on the same pairs, with one descriptor variant (e.g. an LBP
+    cell size). Returns experiments of the same shape whose Results are copies of the chosen
+    ones with ``descriptor`` set to the variant's label."""
+    runs = dict(runs)
+    if not runs:
+        raise ValueError("choose_variant needs at least one variant.")
+    labels = list(runs)
+    shapes = {label: [[r.method for r in results] for results in runs[label]]
+              for label in labels}
+    if any(shape != shapes[labels[0]] for shape in shapes.values()):
+        raise ValueError("the variants must hold the same experiments and methods in the "
+                         "same order.")
+    chosen = []
+    for e in range(len(runs[labels[0]])):
+        row = []
+        for m in range(len(runs[labels[0]][e])):
+            scores = [validation_accuracy(runs[label][e][m]) for label in labels]
+            best = labels[int(np.argmax(scores))]
+            row.append(replace(runs[best][e][m], descriptor=best))
+        chosen.append(row)
+    return chosen
+
+
 def summarise(experiments):
     """Mean and standard error of the mean over experiments, per method, in method order."""
     rows = []
@@ -767,6 +809,8 @@ def summarise(experiments):
         if any(r.n_components is not None for r in column):
             row["n_components"] = [r.n_components for r in column]
             row["normalize"] = [r.normalize for r in column]
+        if any(r.descriptor is not None for r in column):
+            row["descriptors"] = [r.descriptor for r in column]
         rows.append(row)
     return rows
 

@@ -109,8 +109,12 @@ class LBP(_BlockLBP):
     ----------
     block_size : tuple of (int, int), default=(10, 10)
         Block height and width, at most the image size.
-    radius : float, default=1
-        Radius R of the sampling circle, in pixels.
+    radius : float or sequence of float, default=1
+        Radius R of the sampling circle, in pixels. A sequence of distinct radii gives
+        multi-scale LBP: each block's histogram at each radius, concatenated (radii in the
+        given order, each radius's blocks row-major), e.g. ``(1, 2)``: LBP(8,1) and LBP(8,2)
+        histograms of the same cells, 2 x 59 bins per cell (the two radii of OCLBP's first
+        configurations, seed 002 appendix, on non-overlapping cells).
     n_points : int, default=8
         Number P of sampling points, 1..16.
 
@@ -119,11 +123,12 @@ class LBP(_BlockLBP):
     image_shape_ : tuple of (int, int)
         (H, W) of the images seen in ``fit``; ``transform`` requires the same.
     n_features_out_ : int
-        :math:`n(H, b_h, b_h)\, n(W, b_w, b_w)\, B` (module docstring). For 62x47 images and
-        10x10 blocks: 6 x 5 x 59 = 1,770.
+        :math:`n(H, b_h, b_h)\, n(W, b_w, b_w)\, B` (module docstring) times the number of
+        radii. For 62x47 images and 10x10 blocks: 6 x 5 x 59 = 1,770; 5x5 blocks: 12 x 9 x 59
+        = 6,372; 5x5 blocks, radii (1, 2): 12,744.
     windows_ : list of tuple
-        ``[(block_h, block_w, step_h, step_w, radius, n_points)]``, steps = block sides;
-        ``transform`` uses these (fixed at ``fit``).
+        ``[(block_h, block_w, step_h, step_w, radius, n_points)]``, one per radius, steps =
+        block sides; ``transform`` uses these (fixed at ``fit``).
 
     Notes
     -----
@@ -135,7 +140,7 @@ class LBP(_BlockLBP):
 
     _parameter_constraints = {
         "block_size": ["array-like"],
-        "radius": [Interval(Real, 0, None, closed="neither")],
+        "radius": [Interval(Real, 0, None, closed="neither"), "array-like"],
         "n_points": [Interval(Integral, 1, 16)],
     }
 
@@ -149,8 +154,24 @@ class LBP(_BlockLBP):
         if not (isinstance(size, (tuple, list, np.ndarray)) and np.ndim(size) == 1
                 and len(size) == 2):
             raise ValueError(f"block_size must be (block_h, block_w), got {size!r}.")
-        bh, bw, radius = _check_config((*size, self.radius), "block_size + (radius,)")
-        return [(bh, bw, bh, bw, radius, self.n_points)]
+        radii = self.radius
+        several = isinstance(radii, (tuple, list, np.ndarray))
+        message = (f"radius must be a positive number or a non-empty sequence of distinct "
+                   f"positive numbers, got {self.radius!r}.")
+        if several and (np.ndim(radii) != 1 or len(radii) == 0):
+            raise ValueError(message)
+        windows = []
+        for radius in (list(radii) if several else [radii]):
+            try:
+                bh, bw, radius = _check_config((*size, radius), "block_size + (radius,)")
+            except ValueError:
+                if several:
+                    raise ValueError(message) from None
+                raise
+            windows.append((bh, bw, bh, bw, radius, self.n_points))
+        if len({w[4] for w in windows}) != len(windows):
+            raise ValueError(message)
+        return windows
 
 
 class OCLBP(_BlockLBP):
