@@ -72,6 +72,11 @@ CONV_CASES = {  # (n images, c_in, h, w, c_out, kh, kw)
     # than a float32 vector (the tiled loop) and one float64 vector + 3
     "span of one vector": (3, 2, 3, 9, 3, 2, 3),
     "span under one vector": (3, 4, 4, 4, 5, 2, 2),
+    # forward in registers in float32 too (span >= 4 vectors): one input read by 6 outputs
+    # (two groups of three, _simd.correlate_group_3), and a partial table whose last rows
+    # read every input (a group, then single outputs)
+    "1 input, 6 outputs, span 116": (3, 1, 14, 12, 6, 5, 5),
+    "6 inputs, 9 outputs, span 142": (2, 6, 14, 12, 9, 3, 3),
 }
 
 
@@ -101,6 +106,25 @@ def test_conv_forward_matches_correlate2d(conv_case, dtype, rtol):
     np.testing.assert_allclose(Y, conv_twin(X, W, b, table), rtol=rtol, atol=rtol * 10)
     Y = _kernels.conv2d_forward(X.astype(dtype), W.astype(dtype), b.astype(dtype), table, True)
     np.testing.assert_allclose(Y, np.tanh(conv_twin(X, W, b, table)), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
+def test_conv_forward_groups_outputs_with_the_same_inputs(dtype, rtol):
+    """Outputs 1-3 and 5-7 read the same inputs (two groups of three through
+    _simd.correlate_group_3), the others their own: the same maps as the twin, and as each
+    output computed alone (correlate_sources sums in the same order)."""
+    rng = np.random.default_rng(5)
+    table = np.array([[1, 0, 0, 1], [0, 1, 1, 0], [0, 1, 1, 0], [0, 1, 1, 0], [1, 1, 0, 1],
+                      [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [0, 0, 1, 1]], np.uint8)
+    X = rng.normal(size=(3, 4, 13, 12))
+    W, b = rng.normal(size=(9, 4, 4, 3)), rng.normal(size=9)
+    args = X.astype(dtype), W.astype(dtype), b.astype(dtype)
+    Y = _kernels.conv2d_forward(*args, table, True)
+    np.testing.assert_allclose(Y, np.tanh(conv_twin(X, W, b, table)), rtol=rtol, atol=rtol)
+    for o in range(9):  # one output alone: no group
+        alone = _kernels.conv2d_forward(args[0], args[1][o:o + 1], args[2][o:o + 1],
+                                        table[o:o + 1], True)
+        np.testing.assert_array_equal(Y[:, o:o + 1], alone)
 
 
 def test_conv_forward_ignores_unconnected_weights(conv_case):

@@ -75,7 +75,8 @@ vectorisation. It changes no arithmetic.
 import numpy as np
 from numba import njit
 
-from ._simd import BLOCK_VECTORS, VECTOR_BYTES, correlate_sources, dot_taps_1, dot_taps_4
+from ._simd import (BLOCK_VECTORS, GROUP_OUTPUTS, VECTOR_BYTES, correlate_group_3,
+                    correlate_sources, dot_taps_1, dot_taps_4)
 
 TILE = 128  # flat positions per tile of the weight gradient: 49 taps x 128 x 4 B = 25 KB
 LANES = 16  # partial sums per map in the subsampling's coefficient and bias gradients
@@ -210,8 +211,32 @@ def conv2d_forward(X, W, b, table, squash=False):
 
 
 @njit(cache=True, nogil=True)
+def _write_output(acc, bias, out, Y_map, w, squash):  # pragma: no cover (compiled)
+    """``Y_map = tanh(acc + bias)`` (or without tanh) from the flat grid ``acc`` of row width w:
+    one pass over the grid, wrap-around columns included, then its rows copied out."""
+    ho, wo = Y_map.shape
+    squash_into(acc, bias, out, squash)
+    for r in range(ho):
+        Y_map[r] = out[r * w:r * w + wo]
+
+
+@njit(cache=True, nogil=True)
+def _same_inputs(table, o, count):  # pragma: no cover (compiled)
+    """Whether output maps o, ..., o + count - 1 read the same input maps."""
+    for j in range(1, count):
+        for c in range(table.shape[1]):
+            if table[o + j, c] != table[o, c]:
+                return False
+    return True
+
+
+@njit(cache=True, nogil=True)
 def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compiled)
-    """:func:`conv2d_forward` written into ``Y`` of shape (n, c_out, ho, wo)."""
+    """:func:`conv2d_forward` written into ``Y`` of shape (n, c_out, ho, wo). Output maps that
+    read the same inputs go ``GROUP_OUTPUTS`` at a time through
+    :func:`._simd.correlate_group_3` (each loaded input vector serves all of them: C1's 15 maps,
+    C3's last maps, which read every input), the others one at a time through
+    :func:`._simd.correlate_sources`; small spans through :func:`_correlate_add`."""
     n, c_in, h, w = X.shape
     c_out, _, kh, kw = W.shape
     ho, wo = h - kh + 1, w - kw + 1
@@ -219,29 +244,44 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
     X3 = X.reshape(n, c_in, h * w)
     taps = np.ascontiguousarray(W).reshape(c_out, c_in, kh * kw)
     offs = _tap_offsets(kh, kw, w)
-    acc = np.empty(span, X.dtype)
+    acc = np.empty((GROUP_OUTPUTS, span), X.dtype)
     out = np.empty(span, X.dtype)
     blocked = span >= BLOCK_VECTORS * VECTOR_BYTES // X.itemsize
-    X_flat, W_flat = X3.reshape(X3.size), taps.reshape(taps.size)
-    starts, tap_starts = np.empty(c_in, np.int64), np.empty(c_in, np.int64)
+    X_flat, W_flat, acc_flat = X3.reshape(X3.size), taps.reshape(taps.size), acc.reshape(acc.size)
+    starts = np.empty(c_in, np.int64)
+    tap_starts = np.empty(GROUP_OUTPUTS * c_in, np.int64)
+    acc_starts = np.arange(GROUP_OUTPUTS) * span
     for i in range(n):
-        for o in range(c_out):
-            if blocked:
-                k = 0
+        o = 0
+        while o < c_out:
+            if not blocked:
+                acc[0] = 0
                 for c in range(c_in):
                     if table[o, c]:
-                        starts[k], tap_starts[k] = (i * c_in + c) * h * w, (o * c_in + c) * kh * kw
-                        k += 1
-                correlate_sources(X_flat, starts[:k], W_flat, tap_starts[:k], kh * kw, offs,
-                                  span, acc)
+                        _correlate_add(X3[i, c], taps[o, c], offs, acc[0])
+                _write_output(acc[0], b[o], out, Y[i, o], w, squash)
+                o += 1
+                continue
+            group = GROUP_OUTPUTS if o + GROUP_OUTPUTS <= c_out and _same_inputs(
+                table, o, GROUP_OUTPUTS) else 1
+            k = 0
+            for c in range(c_in):
+                if table[o, c]:
+                    starts[k] = (i * c_in + c) * h * w
+                    for j in range(group):
+                        tap_starts[j * c_in + k] = ((o + j) * c_in + c) * kh * kw
+                    k += 1
+            if group > 1:  # tap_starts as a (group, k) matrix
+                for j in range(1, group):
+                    tap_starts[j * k:(j + 1) * k] = tap_starts[j * c_in:j * c_in + k].copy()
+                correlate_group_3(X_flat, starts[:k], W_flat, tap_starts[:group * k], kh * kw,
+                                  offs, span, acc_flat, acc_starts)
             else:
-                acc[:] = 0
-                for c in range(c_in):
-                    if table[o, c]:
-                        _correlate_add(X3[i, c], taps[o, c], offs, acc)
-            squash_into(acc, b[o], out, squash)  # one pass over the flat grid, wrap included
-            for r in range(ho):
-                Y[i, o, r] = out[r * w:r * w + wo]
+                correlate_sources(X_flat, starts[:k], W_flat, tap_starts[:k], kh * kw, offs,
+                                  span, acc[0])
+            for j in range(group):
+                _write_output(acc[j], b[o + j], out, Y[i, o + j], w, squash)
+            o += group
 
 
 @njit(cache=True, nogil=True)

@@ -33,8 +33,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["VECTOR_BYTES", "BLOCK_VECTORS", "lanes_of", "dot_taps_4", "dot_taps_1",
-           "correlate_sources"]
+__all__ = ["VECTOR_BYTES", "BLOCK_VECTORS", "GROUP_OUTPUTS", "lanes_of", "dot_taps_4",
+           "dot_taps_1", "correlate_sources", "correlate_group_3"]
 
 VECTOR_BYTES = 64  # one AVX-512 register; two AVX2 ones
 
@@ -220,3 +220,86 @@ def correlate_sources(typingctx, src, src_starts, taps, tap_starts, n_taps, offs
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+def _make_correlate_group(n_out, block_vectors):
+    """An intrinsic like :func:`correlate_sources` for ``n_out`` output maps that read the same
+    source maps (their own kernels): each loaded source vector serves all ``n_out`` outputs."""
+
+    def correlate_group(typingctx, src, src_starts, taps, tap_starts, n_taps, offs, size, out,
+                        out_starts):
+        if not _float_arrays(src, taps, out):
+            return None
+        sig = types.void(src, src_starts, taps, tap_starts, n_taps, offs, size, out, out_starts)
+
+        def codegen(context, builder, signature, args):
+            item, itemsize, lanes, vec, vec_ptr, intp = _vector_types(context, src.dtype)
+            arrays = [context.make_array(signature.args[i])(context, builder, args[i])
+                      for i in (0, 1, 2, 3, 5, 7, 8)]
+            src_arr, starts_arr, taps_arr, tstarts_arr, offs_arr, out_arr, ostarts_arr = arrays
+            n_taps_ = context.cast(builder, args[4], signature.args[4], types.intp)
+            size_ = context.cast(builder, args[6], signature.args[6], types.intp)
+            n_src = cgutils.unpack_tuple(builder, starts_arr.shape, 1)[0]
+            zero = ir.Constant(vec, [ir.Constant(item, 0.0)] * lanes)
+            accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(block_vectors)]
+                    for _ in range(n_out)]
+            width = ir.Constant(intp, lanes * block_vectors)
+            n_blocks = builder.sdiv(builder.add(size_, ir.Constant(intp, lanes * block_vectors
+                                                                   - 1)), width)
+            last = builder.sub(size_, width)
+
+            def load_index(arr, i, dtype):
+                value = builder.load(builder.gep(arr.data, [i]))
+                return context.cast(builder, value, dtype, types.intp)
+
+            with cgutils.for_range(builder, n_blocks) as block:
+                start = builder.mul(block.index, width)
+                start = builder.select(builder.icmp_signed(">", start, last), last, start)
+                for row in accs:
+                    for acc in row:
+                        builder.store(zero, acc)
+                with cgutils.for_range(builder, n_src) as k:
+                    s0 = builder.add(load_index(starts_arr, k.index, signature.args[1].dtype),
+                                     start)
+                    t0s = [load_index(tstarts_arr, builder.add(
+                        builder.mul(ir.Constant(intp, j), n_src), k.index),
+                        signature.args[3].dtype) for j in range(n_out)]
+                    with cgutils.for_range(builder, n_taps_) as t:
+                        base = builder.add(s0, load_index(offs_arr, t.index,
+                                                          signature.args[5].dtype))
+                        x_vecs = [_load_vector(builder, src_arr.data,
+                                               builder.add(base, ir.Constant(intp, b * lanes)),
+                                               vec_ptr, itemsize) for b in range(block_vectors)]
+                        for j in range(n_out):
+                            tap = builder.load(builder.gep(taps_arr.data,
+                                                           [builder.add(t0s[j], t.index)]))
+                            tap_vec = _splat(builder, vec, tap)
+                            for b in range(block_vectors):
+                                acc = accs[j][b]
+                                builder.store(builder.fadd(builder.load(acc),
+                                                           builder.fmul(tap_vec, x_vecs[b])), acc)
+                for j in range(n_out):
+                    o0 = builder.add(load_index(ostarts_arr, ir.Constant(intp, j),
+                                                signature.args[8].dtype), start)
+                    for b in range(block_vectors):
+                        ptr = builder.gep(out_arr.data, [builder.add(o0, ir.Constant(
+                            intp, b * lanes))])
+                        builder.store(builder.load(accs[j][b]), builder.bitcast(ptr, vec_ptr),
+                                      align=itemsize)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    correlate_group.__name__ = correlate_group.__qualname__ = f"correlate_group_{n_out}"
+    return intrinsic(correlate_group)
+
+
+GROUP_OUTPUTS, GROUP_VECTORS = 3, 2  # 6 accumulators: 12 AVX2 registers of the 16
+correlate_group_3 = _make_correlate_group(GROUP_OUTPUTS, GROUP_VECTORS)
+correlate_group_3.__doc__ = r"""``out[out_starts[j] + p] = sum_k sum_{t < n_taps}
+taps[tap_starts[j k_n + k] + t] src[src_starts[k] + p + offs[t]]`` for the ``GROUP_OUTPUTS``
+= 3 outputs j and p < size (``k_n`` = ``src_starts.size``; ``tap_starts`` a flat (3, k_n)
+matrix): :func:`correlate_sources` for three output maps that read the same source maps, each
+loaded source vector serving the three (C1's 15 maps read one input). Blocks of
+``GROUP_VECTORS`` vectors per output; each output's sums in :func:`correlate_sources`' order
+(the same result to the bit). Requires ``size >= GROUP_VECTORS * lanes_of(itemsize)``."""
