@@ -278,7 +278,7 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
                                   offs, span, acc_flat, acc_starts)
             else:
                 correlate_sources(X_flat, starts[:k], W_flat, tap_starts[:k], kh * kw, offs,
-                                  span, acc[0])
+                                  span, acc_flat, acc_starts[:1])
             for j in range(group):
                 _write_output(acc[j], b[o + j], out, Y[i, o + j], w, squash)
             o += group
@@ -439,8 +439,10 @@ def _input_grad_into(W, Gp, table, w, dX):  # pragma: no cover (compiled)
     offs = _tap_offsets(kh, kw, w)
     hw, width = dX.shape[2], Gp.shape[2]
     if hw >= BLOCK_VECTORS * VECTOR_BYTES // Gp.itemsize:
-        G_flat, taps = Gp.reshape(Gp.size), flipped.reshape(flipped.size)
+        G_flat, taps, dX_flat = Gp.reshape(Gp.size), flipped.reshape(flipped.size), dX.reshape(
+            dX.size)
         starts, tap_starts = np.empty(c_out, np.int64), np.empty(c_out, np.int64)
+        out_start = np.empty(1, np.int64)
         for i in range(n):
             for c in range(c_in):
                 k = 0
@@ -448,8 +450,9 @@ def _input_grad_into(W, Gp, table, w, dX):  # pragma: no cover (compiled)
                     if table[o, c]:
                         starts[k], tap_starts[k] = (i * c_out + o) * width, (o * c_in + c) * n_taps
                         k += 1
+                out_start[0] = (i * c_in + c) * hw
                 correlate_sources(G_flat, starts[:k], taps, tap_starts[:k], n_taps, offs, hw,
-                                  dX[i, c])
+                                  dX_flat, out_start)
         return
     for i in range(n):
         for c in range(c_in):

@@ -156,75 +156,10 @@ dot_taps_1 = _make_dot_taps(1)
 dot_taps_1.__doc__ = """:func:`dot_taps_4` for one tap (the taps left over after groups of 4)."""
 
 
-BLOCK_VECTORS = 4  # output vectors accumulated at once by correlate_sources
-
-
-@intrinsic
-def correlate_sources(typingctx, src, src_starts, taps, tap_starts, n_taps, offs, size, out):
-    r"""``out[p] = sum_k sum_{t < n_taps} taps[tap_starts[k] + t] src[src_starts[k] + p +
-    offs[t]]`` for p < size, the sums in that order (source k, then tap t): a correlation of
-    several source maps with their kernels into one output map (a convolution's forward pass
-    over the input maps an output reads, or its input gradient over the output maps that read
-    an input).
-
-    Blocks of ``BLOCK_VECTORS`` vectors of out stay in registers while every source and tap
-    adds to them (one load and one broadcast tap per ``BLOCK_VECTORS`` multiply-adds, each
-    output written once); a size that is not a multiple of the block ends with a block that
-    overlaps the previous one and writes the same values again. Requires ``size >=
-    BLOCK_VECTORS * lanes_of(itemsize)`` and every index in bounds (not checked). ``src``,
-    ``taps``, ``out``: 1-D contiguous arrays of one float dtype."""
-    if not _float_arrays(src, taps, out):
-        return None
-    sig = types.void(src, src_starts, taps, tap_starts, n_taps, offs, size, out)
-
-    def codegen(context, builder, signature, args):
-        item, itemsize, lanes, vec, vec_ptr, intp = _vector_types(context, src.dtype)
-        arrays = [context.make_array(signature.args[i])(context, builder, args[i])
-                  for i in (0, 1, 2, 3, 5, 7)]
-        src_arr, starts_arr, taps_arr, tstarts_arr, offs_arr, out_arr = arrays
-        n_taps_ = context.cast(builder, args[4], signature.args[4], types.intp)
-        size_ = context.cast(builder, args[6], signature.args[6], types.intp)
-        n_src = cgutils.unpack_tuple(builder, starts_arr.shape, 1)[0]
-        zero = ir.Constant(vec, [ir.Constant(item, 0.0)] * lanes)
-        accs = [cgutils.alloca_once_value(builder, zero) for _ in range(BLOCK_VECTORS)]
-        width = ir.Constant(intp, lanes * BLOCK_VECTORS)
-        n_blocks = builder.sdiv(builder.add(size_, ir.Constant(intp, lanes * BLOCK_VECTORS - 1)),
-                                width)
-        last = builder.sub(size_, width)
-
-        def load_index(arr, i, dtype):
-            value = builder.load(builder.gep(arr.data, [i]))
-            return context.cast(builder, value, dtype, types.intp)
-
-        with cgutils.for_range(builder, n_blocks) as block:
-            start = builder.mul(block.index, width)
-            start = builder.select(builder.icmp_signed(">", start, last), last, start)
-            for acc in accs:
-                builder.store(zero, acc)
-            with cgutils.for_range(builder, n_src) as k:
-                s0 = builder.add(load_index(starts_arr, k.index, signature.args[1].dtype), start)
-                t0 = load_index(tstarts_arr, k.index, signature.args[3].dtype)
-                with cgutils.for_range(builder, n_taps_) as t:
-                    tap = builder.load(builder.gep(taps_arr.data, [builder.add(t0, t.index)]))
-                    tap_vec = _splat(builder, vec, tap)
-                    base = builder.add(s0, load_index(offs_arr, t.index, signature.args[5].dtype))
-                    for b, acc in enumerate(accs):
-                        x_vec = _load_vector(builder, src_arr.data,
-                                             builder.add(base, ir.Constant(intp, b * lanes)),
-                                             vec_ptr, itemsize)
-                        builder.store(builder.fadd(builder.load(acc), builder.fmul(tap_vec, x_vec)),
-                                      acc)
-            for b, acc in enumerate(accs):
-                ptr = builder.gep(out_arr.data, [builder.add(start, ir.Constant(intp, b * lanes))])
-                builder.store(builder.load(acc), builder.bitcast(ptr, vec_ptr), align=itemsize)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
 def _make_correlate_group(n_out, block_vectors):
-    """An intrinsic like :func:`correlate_sources` for ``n_out`` output maps that read the same
-    source maps (their own kernels): each loaded source vector serves all ``n_out`` outputs."""
+    """An intrinsic correlating ``n_out`` output maps that read the same source maps (each with
+    its own kernels), ``block_vectors`` vectors per output in registers (see
+    :func:`correlate_sources` and :func:`correlate_group_3`)."""
 
     def correlate_group(typingctx, src, src_starts, taps, tap_starts, n_taps, offs, size, out,
                         out_starts):
@@ -292,6 +227,23 @@ def _make_correlate_group(n_out, block_vectors):
 
     correlate_group.__name__ = correlate_group.__qualname__ = f"correlate_group_{n_out}"
     return intrinsic(correlate_group)
+
+
+BLOCK_VECTORS = 4  # output vectors accumulated at once by correlate_sources
+correlate_sources = _make_correlate_group(1, BLOCK_VECTORS)
+correlate_sources.__doc__ = r"""``out[out_starts[0] + p] = sum_k sum_{t < n_taps}
+taps[tap_starts[k] + t] src[src_starts[k] + p + offs[t]]`` for p < size, the sums in that
+order (source k, then tap t): a correlation of several source maps with their kernels into one
+output map (a convolution's forward pass over the input maps an output reads, or its input
+gradient over the output maps that read an input).
+
+Blocks of ``BLOCK_VECTORS`` vectors of out stay in registers while every source and tap adds
+to them (one load and one broadcast tap per ``BLOCK_VECTORS`` multiply-adds, each output
+written once); a size that is not a multiple of the block ends with a block that overlaps the
+previous one and writes the same values again. Requires ``size >= BLOCK_VECTORS *
+lanes_of(itemsize)`` and every index in bounds (not checked). ``src``, ``taps``, ``out``: 1-D
+contiguous arrays of one float dtype; ``src_starts``, ``tap_starts``, ``out_starts``: integer
+arrays."""
 
 
 GROUP_OUTPUTS, GROUP_VECTORS = 3, 2  # 6 accumulators: 12 AVX2 registers of the 16
