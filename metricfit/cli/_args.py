@@ -51,23 +51,26 @@ def _lam_list(text):
     return lams
 
 
-def _dim_list(text):
-    """A comma-separated list of positive integers (at least one)."""
+def _comma_list(text, parse, what, repeated=None):
+    """Comma-separated items (empty ones skipped; at least one), each through ``parse``; with
+    ``repeated`` (the start of a message), no value may come twice."""
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
-        raise argparse.ArgumentTypeError(f"expected comma-separated dimensions, got {text!r}")
-    return [_positive_int(item) for item in items]
+        raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}")
+    values = [parse(item) for item in items]
+    if repeated is not None and len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"{repeated} in {text!r}")
+    return values
+
+
+def _dim_list(text):
+    """A comma-separated list of positive integers (at least one)."""
+    return _comma_list(text, _positive_int, "dimensions")
 
 
 def _block_list(text):
     """--lbp-block: comma-separated distinct positive integers (at least one)."""
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise argparse.ArgumentTypeError(f"expected comma-separated cell sides, got {text!r}")
-    blocks = [_positive_int(item) for item in items]
-    if len(set(blocks)) != len(blocks):
-        raise argparse.ArgumentTypeError(f"repeated cell side in {text!r}")
-    return blocks
+    return _comma_list(text, _positive_int, "cell sides", "repeated cell side")
 
 
 def _radius_list(text):
@@ -90,21 +93,16 @@ def _radius_list(text):
     return settings
 
 
+def _experiment_number(item):
+    if not item.isdigit():
+        raise argparse.ArgumentTypeError(f"experiment numbers are integers >= 0, got {item!r}")
+    return int(item)
+
+
 def _experiment_list(text):
     """Comma-separated experiment numbers (integers >= 0, at least one, no repeats)."""
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise argparse.ArgumentTypeError(f"expected comma-separated experiment numbers, got "
-                                         f"{text!r}")
-    numbers = []
-    for item in items:
-        if not item.isdigit():
-            raise argparse.ArgumentTypeError(f"experiment numbers are integers >= 0, got "
-                                             f"{item!r}")
-        numbers.append(int(item))
-    if len(set(numbers)) != len(numbers):
-        raise argparse.ArgumentTypeError(f"an experiment is named twice in {text!r}")
-    return numbers
+    return _comma_list(text, _experiment_number, "experiment numbers",
+                       "an experiment is named twice")
 
 
 def _methods(text):
