@@ -185,13 +185,14 @@ class Result:
 def _test_result(name, scores, y, threshold, lam, model, val=None, n_components=None,
                  normalize=None):
     val_scores, val_y = (None, None) if val is None else (np.asarray(val[0]), np.asarray(val[1]))
-    return Result(method=name, accuracy=accuracy_at_threshold(y, scores, threshold),
-                  maxda=max_decision_accuracy(y, scores)[0], eer=equal_error_rate(y, scores)[0],
-                  lam=float(lam), threshold=float(threshold), scores=scores, y=np.asarray(y),
-                  model=model, val_scores=val_scores, val_y=val_y, n_components=n_components,
-                  normalize=normalize, val_maxda=np.nan if val is None else
-                  max_decision_accuracy(val_y, val_scores)[0],
-                  **_back_end_metrics(np.asarray(scores), y, val))
+    result = Result(method=name, accuracy=accuracy_at_threshold(y, scores, threshold),
+                    maxda=max_decision_accuracy(y, scores)[0], eer=equal_error_rate(y, scores)[0],
+                    lam=float(lam), threshold=float(threshold), scores=scores, y=np.asarray(y),
+                    model=model, val_scores=val_scores, val_y=val_y, n_components=n_components,
+                    normalize=normalize, **_back_end_metrics(np.asarray(scores), y, val))
+    if val is not None:
+        result.val_maxda = validation_accuracy(result)
+    return result
 
 
 def _validation_accuracy(estimator, pairs, y):
