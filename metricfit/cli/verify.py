@@ -44,9 +44,8 @@ def _extractor(kind, height, width, lbp_block=10, lbp_radius=1):
 
     side = lambda b: (min(b, max(height // 2, 1)), min(b, max(width // 2, 1)))  # noqa: E731
     if kind == "lbp":
-        radius = tuple(lbp_radius) if np.ndim(lbp_radius) else lbp_radius
-        return LBP(block_size=side(lbp_block),
-                   radius=radius[0] if isinstance(radius, tuple) and len(radius) == 1 else radius)
+        radii = tuple(np.ravel(lbp_radius))
+        return LBP(block_size=side(lbp_block), radius=radii[0] if len(radii) == 1 else radii)
     if kind == "oclbp":
         return OCLBP([(*side(b), r) for b, r in ((10, 1), (14, 2), (18, 3))])
     if kind == "hog":
