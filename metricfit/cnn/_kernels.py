@@ -248,7 +248,7 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
     out = np.empty(span, X.dtype)
     blocked = span >= BLOCK_VECTORS * VECTOR_BYTES // X.itemsize
     X_flat, W_flat, acc_flat = X3.reshape(X3.size), taps.reshape(taps.size), acc.reshape(acc.size)
-    starts = np.empty(c_in, np.int64)
+    inputs, starts = np.empty(c_in, np.int64), np.empty(c_in, np.int64)
     tap_starts = np.empty(GROUP_OUTPUTS * c_in, np.int64)
     acc_starts = np.arange(GROUP_OUTPUTS) * span
     for i in range(n):
@@ -267,13 +267,13 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
             k = 0
             for c in range(c_in):
                 if table[o, c]:
-                    starts[k] = (i * c_in + c) * h * w
-                    for j in range(group):
-                        tap_starts[j * c_in + k] = ((o + j) * c_in + c) * kh * kw
+                    inputs[k] = c
                     k += 1
-            if group > 1:  # tap_starts as a (group, k) matrix
-                for j in range(1, group):
-                    tap_starts[j * k:(j + 1) * k] = tap_starts[j * c_in:j * c_in + k].copy()
+            for s in range(k):
+                starts[s] = (i * c_in + inputs[s]) * h * w
+                for j in range(group):  # tap_starts: a (group, k) matrix
+                    tap_starts[j * k + s] = ((o + j) * c_in + inputs[s]) * kh * kw
+            if group > 1:
                 correlate_group_3(X_flat, starts[:k], W_flat, tap_starts[:group * k], kh * kw,
                                   offs, span, acc_flat, acc_starts)
             else:
