@@ -176,6 +176,21 @@ def test_early_stopping_returns_best_validation_model():
     assert result.curves["train"] == []
 
 
+def test_restore_best_false_returns_the_last_iterate_with_the_same_run():
+    """Same draws, same curve; only the returned iterate differs (the last, not the best)."""
+    validation = lambda x: -float(np.linalg.norm(x - 0.3))  # noqa: E731, peaks mid-run
+    f = quadratic(np.eye(2), np.array([1.0, 1.0]))
+    runs = {keep: minimize_sgd(f, np.zeros(2), max_iter=300, learning_rate=1e-2, momentum=0.5,
+                               validation=validation, check_every=10, n_iter_no_change=None,
+                               restore_best=keep)
+            for keep in (True, False)}
+    best, last = runs[True], runs[False]
+    assert best.curves == last.curves and best.nit == last.nit == 300
+    assert best.best_step < 300 and last.best_step == 300
+    assert validation(best.x) == max(best.curves["validation"])
+    assert validation(last.x) == best.curves["validation"][-1] < validation(best.x)
+
+
 def test_validation_distance_peaks_when_iterate_passes_target():
     target = np.array([0.5, 0.5])
     f = quadratic(np.eye(2), np.array([1.0, 1.0]))

@@ -46,7 +46,7 @@ def _batch_sampler(fun, batch_size, rng):
 
 def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_state=None,
                  learning_rate=1e-3, momentum=0.99, batch_size=2, validation=None,
-                 check_every=100, n_iter_no_change=20, train_score=None):
+                 check_every=100, n_iter_no_change=20, train_score=None, restore_best=True):
     r"""Minimise ``fun`` by stochastic gradient descent with momentum and early stopping.
 
     Each step t draws a mini-batch, evaluates its cost J_t and gradient g_t at x_{t-1}, and
@@ -100,14 +100,18 @@ def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_stat
         improvement of the best score. None disables early stopping.
     train_score : callable, default=None
         ``train_score(x) -> float`` recorded at every check (learning curves).
+    restore_best : bool, default=True
+        With ``validation``, return the best-validation iterate; False: the last finite one
+        (validation then only draws its curve and, with ``n_iter_no_change``, stops the run).
 
     Returns
     -------
     result : scipy.optimize.OptimizeResult
-        ``x`` (the best-validation iterate if ``validation`` is given, else the last finite
-        one), ``fun`` and ``jac`` (the full objective ``fun(x)``), ``nit`` (steps taken),
-        ``nfev`` (calls of ``fun`` or ``fun.batch``), ``status`` (0 early-stopped or
-        converged, 1 ``max_iter`` reached, 2 non-finite cost/gradient/parameters),
+        ``x`` (the best-validation iterate if ``validation`` is given and ``restore_best``,
+        else the last finite one), ``fun`` and ``jac`` (the full objective ``fun(x)``),
+        ``nit`` (steps taken), ``nfev`` (calls of ``fun`` or ``fun.batch``), ``status`` (0
+        early-stopped or converged, 1 ``max_iter`` reached, 2 non-finite
+        cost/gradient/parameters),
         ``success`` (``status == 0``), ``message``, ``curves`` (dict of lists ``step``,
         ``validation``, ``train``; a list stays empty when its callable is not given) and
         ``best_step`` (the step of the returned x).
@@ -166,7 +170,7 @@ def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_stat
         status = 0
     if last_check != nit and status != 2:  # a diverged last iterate is not a candidate
         check()
-    if validation is None:
+    if validation is None or not restore_best:
         best.update(x=x, step=nit)
     f_best, g_best = fun(best["x"])
     return OptimizeResult(
