@@ -1,6 +1,7 @@
 """SiameseCNN at estimator level: the pair API, learning, reproducibility, input checks,
 save/load without pickle, and the AT&T protocol's bookkeeping on the real data."""
 
+import copy
 import importlib.util
 import json
 import sys
@@ -358,6 +359,7 @@ def test_groups_hold_out_identities_for_early_stopping():
     (dict(weight_decay=-1.0), {}, "weight_decay"),
     (dict(learning_rate_schedule="linear"), {}, "learning_rate_schedule"),
     (dict(callback=3), {}, "callback"),
+    (dict(early_stopping="no"), {}, "early_stopping"),
     ({}, dict(groups=np.zeros((3, 2))), r"groups must have shape \(n_pairs, 2\)"),
     (dict(validation_fraction=0.9), "groups", "too few"),
 ])
@@ -491,6 +493,27 @@ def test_validation_data_drives_early_stopping(data):
         SiameseCNN(**TINY).fit(pairs, y, validation_data=(val_pairs, np.ones_like(val_y)))
     with pytest.raises(ValueError, match="tuple"):
         SiameseCNN(**TINY).fit(pairs, y, validation_data=(val_pairs,))
+
+
+def test_without_early_stopping_every_pair_trains_and_the_last_epoch_returns(data):
+    pairs, y = data
+    seen = []
+    record = lambda params, n_iter: seen.append(params.copy())  # noqa: E731
+    est = SiameseCNN(**TINY, early_stopping=False, callback=record).fit(pairs, y)
+    assert est.n_iter_ == 3 * 10 and est.n_epochs_ == est.best_epoch_ == 3  # 80 pairs, 8 a step
+    assert len(seen) == 3 and est.curves_["validation"] == []
+    np.testing.assert_array_equal(est.params_, seen[-1])
+    assert est.threshold_ == copy.deepcopy(est).calibrate_threshold(pairs, y).threshold_
+    # with validation pairs: the same run (every pair trains, the same draws), now scored
+    val_pairs, val_y = make_image_pairs(40, seed=5)
+    scored = SiameseCNN(**TINY, early_stopping=False).fit(pairs, y,
+                                                        validation_data=(val_pairs, val_y))
+    np.testing.assert_array_equal(scored.params_, est.params_)
+    last = max_decision_accuracy(val_y, scored.pair_score(val_pairs))[0]
+    assert len(scored.curves_["validation"]) == 4  # the start and 3 epochs
+    assert last == pytest.approx(scored.curves_["validation"][-1], abs=1e-6)
+    stopping = SiameseCNN(**TINY).fit(pairs, y, validation_data=(val_pairs, val_y))
+    assert stopping.curves_["validation"] == scored.curves_["validation"]
 
 
 def test_att_validation_subjects_are_kept_apart(att):

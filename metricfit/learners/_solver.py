@@ -66,8 +66,8 @@ class SolverMixin:
                         solver=None):
         """Options of :func:`metricfit.optim.minimize`. For SGD, ``scorer(rows)`` returns
         ``theta -> scores`` of the pairs ``rows`` (gathered once): validation maxDA for early
-        stopping and, on up to 2000 ``train`` pairs (None: no curve), the training curve.
-        ``public(theta)`` is what ``callback`` receives."""
+        stopping (``validation`` None: none) and, on up to 2000 ``train`` pairs (None: no
+        curve), the training curve. ``public(theta)`` is what ``callback`` receives."""
         solver = solver or self.solver
         options = {"max_iter": self._max_iter(solver), "callback": self._on_iteration(public),
                    "random_state": self.random_state}
@@ -83,7 +83,9 @@ class SolverMixin:
             return lambda theta: validation_accuracy(labels, scores(theta))
 
         return dict(options, learning_rate=self.learning_rate, momentum=self.momentum,
-                    batch_size=self.batch_size, validation=accuracy_on(np.flatnonzero(validation)),
+                    batch_size=self.batch_size,
+                    validation=None if validation is None else accuracy_on(
+                        np.flatnonzero(validation)),
                     train_score=accuracy_on(train_rows) if train_rows.size else None,
                     check_every=self.validation_interval, n_iter_no_change=self.n_iter_no_change)
 

@@ -97,6 +97,14 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         int reproduces the fit bit for bit). True: the default ranges (shift 5 % of the side,
         scale +-10 %, rotation +-10 degrees, flip half the time); a dict sets some of
         ``shift``, ``scale``, ``rotation``, ``flip`` (the rest keep their defaults).
+    early_stopping : bool, default=True
+        True: return the weights of the epoch with the best validation maxDA, and stop after
+        ``n_iter_no_change`` epochs without a better one. False: run all ``max_epochs``
+        epochs and return the last epoch's weights (e.g. a recipe whose epoch count was
+        chosen on held-out people, refitted on all of them). Then, unless ``validation_data``
+        or ``groups`` is given, nothing is held out: every pair trains and ``threshold_`` is
+        set on the training pairs (optimistic: see ``threshold_``); with them, the validation
+        pairs draw ``curves_['validation']`` and set ``threshold_``, and choose nothing.
     validation_fraction : float, default=0.1
         Share of the pairs held out (stratified) for early stopping; checked every epoch.
         With ``groups`` given to ``fit``: the share of the *identities* held out (at least 2);
@@ -151,7 +159,8 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     n_epochs_ : float
         ``n_iter_`` in epochs.
     best_epoch_ : float
-        Epoch of the returned (best validation) weights.
+        Epoch of the returned weights: the best validation epoch, or the last with
+        ``early_stopping=False``.
     curves_ : dict of lists
         ``step``, ``validation`` (maxDA at each check), ``train`` (empty: scoring the
         training pairs would cost a forward pass over them every epoch).
@@ -202,6 +211,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         **{k: SOLVER_CONSTRAINTS[k] for k in (
             "learning_rate", "momentum", "validation_fraction", "n_iter_no_change",
             "random_state", "verbose", "callback", "warm_start")},
+        "early_stopping": ["boolean"],
         "n_components": [Interval(Integral, 1, None)],
         "n_maps": ["array-like"],
         "kernel_sizes": ["array-like", None],
@@ -222,7 +232,8 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
                  loss="square_exponential", energy="l1", margin=None, max_epochs=30,
                  batch_size=32, learning_rate=1e-2, momentum=0.9,
                  learning_rate_schedule="constant", weight_decay=0.0, augment=False,
-                 validation_fraction=0.1, n_iter_no_change=8, dtype="float32",
+                 early_stopping=True, validation_fraction=0.1, n_iter_no_change=8,
+                 dtype="float32",
                  inference_batch_size=256, n_jobs=None, random_state=None, verbose=0,
                  callback=None, warm_start=False):
         self.n_components = n_components
@@ -238,6 +249,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         self.learning_rate_schedule = learning_rate_schedule
         self.weight_decay = weight_decay
         self.augment = augment
+        self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.dtype = dtype
@@ -301,9 +313,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
             pairs, inputs, s, validation_data, groups)
         steps = -(-len(s_train) // self.batch_size)  # one epoch
         objective = self._objective(network, train, s_train, steps, augment, rng)
-        options = self._solver_options(lambda theta: theta.astype(self.dtype),
-                                       self._validation_scorer(network, val), s_val,
-                                       validation=np.ones(len(s_val), dtype=bool))
+        options = self._stopping_options(network, val, s_val)
         # epochs to steps; the batches drawn from the generator that drew the weights
         options.update(max_iter=options["max_iter"] * steps,
                        check_every=options["check_every"] * steps, random_state=rng)
@@ -378,6 +388,8 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
             s_val = check_pair_labels(validation_data[1], held_out.shape[0],
                                       require_both=True)
             return (inputs, s), (self._scaled(held_out), s_val), (held_out, s_val)
+        if not self.early_stopping and groups is None:
+            return (inputs, s), (None, None), (pairs, s)  # every pair trains
         if groups is not None:
             train, validation = self._identity_split(groups, s)
         else:
@@ -385,6 +397,19 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
             validation = ~train
         return ((inputs[train], s[train]), (inputs[validation], s[validation]),
                 (pairs[validation], s[validation]))
+
+    def _stopping_options(self, network, val, s_val):
+        """:meth:`_solver_options` with the validation pairs ``val`` (None: none held out),
+        best or last weights as ``early_stopping`` says."""
+        if val is None:
+            options = self._solver_options(lambda theta: theta.astype(self.dtype))
+            return dict(options, n_iter_no_change=None, restore_best=False)
+        options = self._solver_options(lambda theta: theta.astype(self.dtype),
+                                       self._validation_scorer(network, val), s_val,
+                                       validation=np.ones(len(s_val), dtype=bool))
+        if not self.early_stopping:
+            options.update(n_iter_no_change=None, restore_best=False)
+        return options
 
     def _identity_split(self, groups, s):
         """Masks (train, validation) of the pairs: ``validation_fraction`` of the identities
