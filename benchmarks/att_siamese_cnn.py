@@ -41,11 +41,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy import ndimage
 
 from metricfit.cnn import energy, gaussian_claims
-from metricfit.datasets import load_att_faces
+from metricfit.datasets import load_att_faces, load_lfw
 from metricfit.learners.siamese_cnn import SiameseCNN
-from metricfit.metrics import false_reject_at_false_accept
+from metricfit.metrics import false_reject_at_false_accept, max_decision_accuracy
 from metricfit.pairs import sample_pairs
 
 FAR_TARGETS = (0.10, 0.075, 0.05)
@@ -74,10 +75,11 @@ def test_subjects(split):
     return np.arange(5 * split, 5 * split + 5)
 
 
-def training_pairs(labels, random_state):
-    """All genuine pairs of ``labels`` and as many random impostor pairs (row indices)."""
+def training_pairs(labels, random_state, impostors=1):
+    """All genuine pairs of ``labels`` and ``impostors`` times as many random impostor pairs
+    (row indices)."""
     n_genuine = sum(int(m * (m - 1) // 2) for m in np.unique(labels, return_counts=True)[1])
-    return sample_pairs(labels, n_genuine, n_genuine, random_state=random_state)
+    return sample_pairs(labels, n_genuine, impostors * n_genuine, random_state=random_state)
 
 
 def frr_at(genuine, scores):
@@ -122,10 +124,26 @@ def evaluate(Z, subjects, image_index, shrinkage=0.5, gaussian=True, kind="l1"):
     return result
 
 
-def image_pairs(images, labels, random_state):
-    """``(pairs, y)``: all genuine pairs of the subjects in ``labels`` and as many impostors."""
-    index, y = training_pairs(labels, random_state)
+def image_pairs(images, labels, random_state, impostors=1):
+    """``(pairs, y)``: all genuine pairs of the subjects in ``labels`` and ``impostors`` times
+    as many impostors."""
+    index, y = training_pairs(labels, random_state, impostors)
     return np.stack([images[index[:, 0]], images[index[:, 1]]], axis=1), y
+
+
+def lfw_pairs_56x46(n_genuine, seed, data_home=None):
+    """``(pairs, y)``: ``n_genuine`` identity-balanced genuine pairs of LFW people (those with
+    >= 2 images) and as many impostors, the 62x47 crops resized to 56x46 (linear)."""
+    data = load_lfw(data_home)
+    keep = np.bincount(data.person)[data.person] >= 2
+    images, people = data.images[keep], data.person[keep]
+    index, y = sample_pairs(people, n_genuine, n_genuine, random_state=seed, balance="identity")
+    rows = np.unique(index)
+    zoom = (1, 56 / images.shape[1], 46 / images.shape[2])
+    small = np.zeros((len(images), 56, 46), dtype=np.float32)
+    small[rows] = ndimage.zoom(images[rows].astype(np.float64), zoom, order=1, mode="nearest",
+                               grid_mode=True)
+    return np.stack([small[index[:, 0]], small[index[:, 1]]], axis=1), y
 
 
 def validation_subjects(split, seed):
@@ -140,15 +158,20 @@ def run_split(split, images, labels, image_index, args):
     if args.validation == "subjects":
         held_out = np.isin(labels, validation_subjects(split, args.seed))
         validation = image_pairs(images[held_out], labels[held_out], args.seed)
-        test |= held_out  # neither trains
-    pairs, y = image_pairs(images[~test], labels[~test], args.seed)
+        if not args.refit:
+            test |= held_out  # neither trains
+    network_seed = args.seed if args.network_seed is None else args.network_seed
+    pairs, y = image_pairs(images[~test], labels[~test], network_seed, args.impostors)
+    if args.lfw_pairs:
+        extra, y_extra = lfw_pairs_56x46(args.lfw_pairs, network_seed + split, args.data_home)
+        pairs, y = np.concatenate([pairs, extra]), np.concatenate([y, y_extra])
     test = np.isin(labels, test_subjects(split))
-    est = SiameseCNN(max_epochs=args.epochs, batch_size=args.batch_size,
+    est = SiameseCNN(args.n_components, max_epochs=args.epochs, batch_size=args.batch_size,
                      learning_rate=args.learning_rate, momentum=args.momentum,
-                     loss=args.loss, energy=args.energy, random_state=args.seed,
+                     loss=args.loss, energy=args.energy, random_state=network_seed,
                      verbose=args.verbose, augment=args.augment,
                      weight_decay=args.weight_decay, learning_rate_schedule=args.schedule,
-                     n_jobs=args.n_jobs)
+                     early_stopping=args.weights == "best", n_jobs=args.n_jobs)
     start = time.perf_counter()
     est.fit(pairs, y, validation_data=validation)
     seconds = time.perf_counter() - start
@@ -157,11 +180,24 @@ def run_split(split, images, labels, image_index, args):
     Z, kind = embed(est, images[test])
     result = evaluate(Z, labels[test], image_index[test], args.shrinkage, kind=kind)
     result["pixels"] = pixel_baseline(images[test], labels[test], image_index[test])
+    result["validation_claims"] = validation_claims(est, split, images, labels, image_index,
+                                                    args)
     result.update(split=split, test_subjects=(test_subjects(split) + 1).tolist(),
                   n_train_pairs=int(len(y)), fit_seconds=seconds, n_epochs=est.n_epochs_,
                   best_epoch=est.best_epoch_, best_validation=max(est.curves_["validation"]),
-                  args=vars(args))
+                  validation_curve=est.curves_["validation"], args=vars(args))
     return result
+
+
+def validation_claims(est, split, images, labels, image_index, args):
+    """The rules of :func:`evaluate` on the 5 validation subjects (``--validation subjects``:
+    unseen in training unless ``--refit``), the claim protocol's own numbers for choosing a
+    recipe without the test subjects; None without validation subjects."""
+    if args.validation != "subjects":
+        return None
+    held_out = np.isin(labels, validation_subjects(split, args.seed))
+    Z, kind = embed(est, images[held_out])
+    return evaluate(Z, labels[held_out], image_index[held_out], args.shrinkage, kind=kind)
 
 
 def embed(est, images):
@@ -185,6 +221,32 @@ def reevaluate(split, images, labels, image_index, args):
     result.update(evaluate(Z, labels[test], image_index[test], args.shrinkage, kind=kind))
     result["pixels"] = pixel_baseline(images[test], labels[test], image_index[test])
     result["args"] = dict(result["args"], shrinkage=args.shrinkage)
+    args.validation = result["args"]["validation"]
+    result["validation_claims"] = validation_claims(est, split, images, labels, image_index,
+                                                    args)
+    return result
+
+
+def ensemble(split, images, labels, image_index, args):
+    """The rules on the members' embeddings side by side (the models ``--save-models`` wrote
+    for ``split`` in each of ``args.ensemble``): with the L2 energy, the ensemble's squared
+    energy is the sum of the members'. ``validation`` is the ensemble's maxDA on the pairs of
+    the validation subjects of ``--seed`` (as ``--validation subjects`` drew them)."""
+    members = [SiameseCNN.load(Path(d) / f"att_split{split}.npz") for d in args.ensemble]
+    test = np.isin(labels, test_subjects(split))
+    Z, kinds = zip(*(embed(est, images[test]) for est in members))
+    if len(set(kinds)) != 1:
+        raise ValueError(f"the members compare embeddings differently: {kinds}")
+    result = evaluate(np.hstack(Z), labels[test], image_index[test], args.shrinkage,
+                      kind=kinds[0])
+    result["pixels"] = pixel_baseline(images[test], labels[test], image_index[test])
+    held_out = np.isin(labels, validation_subjects(split, args.seed))
+    (index, y) = training_pairs(labels[held_out], args.seed)
+    V = np.hstack([embed(est, images[held_out])[0] for est in members])
+    scores = -energy(V[index[:, 0]], V[index[:, 1]], kinds[0])[0]
+    result.update(split=split, test_subjects=(test_subjects(split) + 1).tolist(),
+                  members=list(args.ensemble), validation=max_decision_accuracy(y, scores)[0],
+                  args=vars(args))
     return result
 
 
@@ -241,16 +303,40 @@ def main(argv=None):
     parser.add_argument("--validation", choices=("pairs", "subjects"), default="pairs",
                         help="early stopping on held-out pairs of the training subjects (the "
                         "paper's) or on pairs of 5 training subjects kept out of training")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="draws the validation subjects and their pairs; also seeds the "
+                        "network unless --network-seed")
+    parser.add_argument("--network-seed", type=int, default=None,
+                        help="seeds the network's weights, batches and augmentation and the "
+                        "training pairs (default: --seed)")
+    parser.add_argument("--impostors", type=int, default=1,
+                        help="impostor training pairs per genuine pair (batches stay half "
+                        "genuine, half impostor)")
+    parser.add_argument("--lfw-pairs", type=int, default=0,
+                        help="LFW genuine pairs (and as many impostors) of people with >= 2 "
+                        "images, resized to 56x46, mixed into each split's training pairs")
+    parser.add_argument("--n-components", type=int, default=50, help="SiameseCNN(n_components)")
+    parser.add_argument("--refit", action="store_true",
+                        help="with --validation subjects --weights last: the 5 validation "
+                        "subjects train too (their pairs then measure seen people; nothing is "
+                        "chosen on them): a recipe chosen on validation, refitted on all 35")
+    parser.add_argument("--weights", choices=("best", "last"), default="best",
+                        help="the best validation epoch's weights (early stopping) or the "
+                        "last epoch's (SiameseCNN(early_stopping=False): all --epochs run)")
     parser.add_argument("--verbose", type=int, default=1)
     parser.add_argument("--out-dir", default="/tmp/cnn/att")
     parser.add_argument("--save-models", action="store_true")
     parser.add_argument("--data-home", default=None)
     parser.add_argument("--summarise", nargs="*", help="summarise these result files and exit")
+    parser.add_argument("--ensemble", nargs="+",
+                        help="evaluate the ensemble of the models saved (--save-models) in "
+                        "these directories, written to --out-dir (no training)")
     parser.add_argument("--reevaluate", action="store_true",
                         help="evaluate the models saved in --out-dir again (no training) and "
                         "rewrite their JSON (training fields kept)")
     args = parser.parse_args(argv)
+    if args.refit and (args.validation != "subjects" or args.weights != "last"):
+        parser.error("--refit needs --validation subjects --weights last")
     if args.summarise:
         print(summarise([json.loads(Path(p).read_text()) for p in args.summarise]))
         return
@@ -259,13 +345,17 @@ def main(argv=None):
     images, labels, image_index = load_att_56x46(args.data_home)
     results = []
     for split in splits:
-        if args.reevaluate:
+        if args.ensemble:
+            result = ensemble(split, images, labels, image_index, args)
+        elif args.reevaluate:
             result = reevaluate(split, images, labels, image_index, args)
         else:
             result = run_split(split, images, labels, image_index, args)
         (Path(args.out_dir) / f"att_split{split}.json").write_text(json.dumps(result, indent=1))
-        keys = ("gaussian", "min_energy", "pair_energy", "fit_seconds", "best_epoch")
-        print(f"split {split}: {json.dumps({k: result[k] for k in keys})}", flush=True)
+        keys = ("gaussian", "min_energy", "pair_energy", "fit_seconds", "best_epoch",
+                "validation")
+        print(f"split {split}: {json.dumps({k: result[k] for k in keys if k in result})}",
+              flush=True)
         results.append(result)
     print(summarise(results))
 
