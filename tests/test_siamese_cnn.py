@@ -5,6 +5,7 @@ import copy
 import importlib.util
 import json
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -451,6 +452,32 @@ def test_att_protocol_counts(att):
     pixels = att.pixel_baseline(images[test], labels[test], index[test])
     assert set(pixels) == {"min_energy", "pair_energy"}
     assert all(0 <= v <= 100 for v in pixels["min_energy"] + pixels["pair_energy"])
+
+
+def test_att_ensemble_puts_the_members_embeddings_side_by_side(att, tmp_path):
+    """Two copies of one model: the L2 energies scale by sqrt(2), so the min-energy and pair
+    rules give the single model's rows; the validation maxDA is that of its energy."""
+    images, labels, index = att.load_att_56x46(data_dir())
+    pairs, y = att.image_pairs(images[:40], labels[:40], 0)
+    est = SiameseCNN(n_components=3, n_maps=(2, 3, 4), max_epochs=1, batch_size=16,
+                     energy="l2", early_stopping=False, random_state=0).fit(pairs[::20], y[::20])
+    for member in ("a", "b"):
+        (tmp_path / member).mkdir()
+        est.save(tmp_path / member / "att_split2.npz")
+    args = SimpleNamespace(ensemble=[str(tmp_path / m) for m in "ab"], seed=0,
+                           shrinkage=0.5)
+    result = att.ensemble(2, images, labels, index, args)
+    test = np.isin(labels, att.test_subjects(2))
+    single = att.evaluate(est.transform(images[test]).astype(np.float64), labels[test],
+                          index[test], kind="l2")
+    assert result["min_energy"] == single["min_energy"]
+    assert result["pair_energy"] == single["pair_energy"]
+    held_out = np.isin(labels, att.validation_subjects(2, 0))
+    rows, s = att.training_pairs(labels[held_out], 0)
+    Z = est.transform(images[held_out]).astype(np.float64)
+    scores = -np.linalg.norm(Z[rows[:, 0]] - Z[rows[:, 1]], axis=1)
+    assert result["validation"] == pytest.approx(max_decision_accuracy(s, scores)[0])
+    assert (att.training_pairs(labels[:40], 0, impostors=3)[1] == -1).sum() == 3 * 4 * 45
 
 
 def test_tiny_network_lowers_the_loss_on_digits_pairs():
