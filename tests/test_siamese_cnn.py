@@ -480,6 +480,39 @@ def test_att_ensemble_puts_the_members_embeddings_side_by_side(att, tmp_path):
     assert (att.training_pairs(labels[:40], 0, impostors=3)[1] == -1).sum() == 3 * 4 * 45
 
 
+def test_att_lfw_pairs_are_the_drawn_people_resized_to_56x46(att):
+    """``--lfw-pairs``: the identity-balanced pairs of LFW people with two or more images,
+    each crop resized 62x47 -> 56x46 (linear) as a plain per-image zoom gives it."""
+    from scipy import ndimage
+
+    from metricfit.datasets import load_lfw
+    from metricfit.pairs import sample_pairs
+
+    if not (data_dir() / "lfw" / "lfw_deepfunneled_gray_62x47.npz").is_file():
+        pytest.skip(f"LFW data not found under {data_dir()} (set METRICFIT_DATA)")
+    pairs, y = att.lfw_pairs_56x46(6, 3, data_dir())
+    assert pairs.shape == (12, 2, 56, 46) and pairs.dtype == np.float32
+    assert (y == 1).sum() == (y == -1).sum() == 6
+    data = load_lfw(data_dir())
+    keep = np.bincount(data.person)[data.person] >= 2
+    images, people = data.images[keep], data.person[keep]
+    index, expected_y = sample_pairs(people, 6, 6, random_state=3, balance="identity")
+    assert (y == expected_y).all()
+    assert ((people[index[:, 0]] == people[index[:, 1]]) == (y == 1)).all()
+    for (a, b), pair in zip(index, pairs):
+        for row, image in ((a, pair[0]), (b, pair[1])):
+            small = ndimage.zoom(images[row].astype(np.float64), (56 / 62, 46 / 47), order=1,
+                                 mode="nearest", grid_mode=True)
+            np.testing.assert_allclose(image, small, rtol=1e-6, atol=1e-4)
+
+
+def test_att_refit_needs_validation_subjects_and_the_last_weights(att):
+    for argv in (["--refit"], ["--refit", "--validation", "subjects"],
+                 ["--refit", "--weights", "last"]):
+        with pytest.raises(SystemExit):
+            att.main(argv)
+
+
 def test_tiny_network_lowers_the_loss_on_digits_pairs():
     """A few momentum-SGD steps on 8x8 digits pairs (the small-kernel sizing) lower the
     siamese objective on those pairs; and the estimator runs on them end to end."""
