@@ -33,6 +33,12 @@ Reported: the false-reject rate at false-accept 10 %, 7.5 % and 5 % (Table 1: AT
     python benchmarks/att_siamese_cnn.py --summarise /tmp/cnn/att/*.json
     python benchmarks/att_siamese_cnn.py --splits all --save-models ...   # then, no training:
     python benchmarks/att_siamese_cnn.py --splits all --reevaluate [--shrinkage 0.1]  # rewrites
+    # a recipe refitted on all 35 subjects for --epochs, the last epoch's weights:
+    python benchmarks/att_siamese_cnn.py --splits all --validation subjects --refit \
+        --weights last --network-seed 1 --save-models --out-dir /tmp/cnn/r1 ...
+    # the ensemble of models saved in several out-dirs (embeddings side by side; no training):
+    python benchmarks/att_siamese_cnn.py --splits all --ensemble /tmp/cnn/r0 /tmp/cnn/r1 \
+        --out-dir /tmp/cnn/ensemble
 """
 
 import argparse
