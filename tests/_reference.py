@@ -56,6 +56,15 @@ def relative_error(G, num):
     return np.linalg.norm(np.ravel(G) - np.ravel(num)) / max(np.linalg.norm(num), 1e-8)
 
 
+def central_differences_roundoff(J, size, eps=1e-6):
+    """A bound on the norm of what rounding alone puts into :func:`central_differences` of a
+    function whose value is about ``J``: each entry is (f(A+) - f(A-)) / (2 eps), and the two
+    values, each rounded to within one ulp of J, can differ by 2 ulp where f is flat (CSML's
+    cost with k = 1 is constant in A: its exact gradient is 0, and an entry of one ulp / 2 eps
+    = 2.8e-11 is rounding, not slope). Four ulp per entry, over ``size`` entries."""
+    return 4 * np.spacing(max(abs(float(J)), 1.0)) / (2 * eps) * np.sqrt(size)
+
+
 def nca_cost_grad_ref(A, X, y):
     """Seed 003's NCA slides, point by point: ``p_ij`` by the softmax over ``k != i``,
     ``J = -sum_i sum_{j in C_i} p_ij`` and ``dJ/dA = -2A sum_i (p_i sum_k p_ik x_ik x_ik^T
