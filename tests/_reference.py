@@ -40,7 +40,10 @@ def csml_cost_grad_ref(A, X1, X2, s, lam=0.0, A0=None):
     return J / n + R, G / n + dR
 
 
-def central_differences(f, A, eps=1e-6):
+FD_STEP = 1e-6  # central_differences' step
+
+
+def central_differences(f, A, eps=FD_STEP):
     """Numerical gradient of the scalar f at A by central differences."""
     num = np.zeros_like(A, dtype=np.float64)
     for idx in np.ndindex(A.shape):
@@ -51,18 +54,20 @@ def central_differences(f, A, eps=1e-6):
     return num
 
 
-def relative_error(G, num):
-    """||G - num|| / ||num||, floored at 1e-8 where the true gradient is 0 (CSML with k = 1)."""
-    return np.linalg.norm(np.ravel(G) - np.ravel(num)) / max(np.linalg.norm(num), 1e-8)
+def relative_error(G, num, J=None):
+    """||G - num|| / ||num||, floored at 1e-8 where the true gradient is 0 (CSML with k = 1).
 
-
-def central_differences_roundoff(J, size, eps=1e-6):
-    """A bound on the norm of what rounding alone puts into :func:`central_differences` of a
-    function whose value is about ``J``: each entry is (f(A+) - f(A-)) / (2 eps), and the two
-    values, each rounded to within one ulp of J, can differ by 2 ulp where f is flat (CSML's
-    cost with k = 1 is constant in A: its exact gradient is 0, and an entry of one ulp / 2 eps
-    = 2.8e-11 is rounding, not slope). Four ulp per entry, over ``size`` entries."""
-    return 4 * np.spacing(max(abs(float(J)), 1.0)) / (2 * eps) * np.sqrt(size)
+    With ``J`` (the function's value) and ``num`` from :func:`central_differences`, the part
+    of ||G - num|| within the differences' own rounding is not counted: each entry is
+    (f(A+) - f(A-)) / (2 eps), and two values rounded to within one ulp of J can differ by
+    2 ulp where f is flat (CSML's cost with k = 1 is constant in A: an entry of one ulp /
+    2 eps = 2.8e-11 is rounding, not slope). The bound: four ulp of J per entry.
+    """
+    error = np.linalg.norm(np.ravel(G) - np.ravel(num))
+    if J is not None:
+        roundoff = 4 * np.spacing(max(abs(float(J)), 1.0)) / (2 * FD_STEP) * np.sqrt(np.size(num))
+        error = max(error - roundoff, 0.0)
+    return error / max(np.linalg.norm(num), 1e-8)
 
 
 def nca_cost_grad_ref(A, X, y):

@@ -509,8 +509,9 @@ def test_att_lfw_pairs_are_the_drawn_people_resized_to_56x46(att):
 def test_att_refit_needs_validation_subjects_and_the_last_weights(att):
     for argv in (["--refit"], ["--refit", "--validation", "subjects"],
                  ["--refit", "--weights", "last"]):
-        with pytest.raises(SystemExit):
+        with pytest.raises(SystemExit) as exit_:
             att.main(argv)
+        assert exit_.value.code == 2
 
 
 def test_tiny_network_lowers_the_loss_on_digits_pairs():
