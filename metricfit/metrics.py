@@ -34,22 +34,33 @@ THRESHOLD_STRATEGIES = ("accuracy", "eer")
 _RELATIVE_MARGIN = 1e-12
 
 
-def _check_labels_and_scores(y_true, scores):
-    """Validate and return ``(s, scores)``: int8 labels in {-1, +1}, float64 1-D scores."""
+def _check_scores(scores, *, allow_infinite=False, what="scores"):
+    """Validate scores alone (no labels): a numeric 1-D array, as float64.
+
+    One score is valid (a verifier scores one trial at a time). NaN is always an error;
+    +-inf only where ``allow_infinite`` (log-likelihood ratios of pure PAV bins are +-inf).
+    """
     scores = np.asarray(scores)
     if scores.dtype.kind not in "biuf":
-        raise ValueError(f"scores must be numeric, got an array of dtype {scores.dtype}.")
+        raise ValueError(f"{what} must be numeric, got an array of dtype {scores.dtype}.")
     if scores.ndim != 1:
-        raise ValueError(f"scores must be 1-D of shape (n_pairs,), got shape {scores.shape}.")
+        raise ValueError(f"{what} must be 1-D of shape (n_pairs,), got shape {scores.shape}.")
     if scores.size == 0:
-        raise ValueError("scores is empty: at least one similar and one dissimilar pair needed.")
+        raise ValueError(f"{what} is empty: at least one score is needed.")
     scores = scores.astype(np.float64)  # exact for float32 and for integers below 2**53
-    if not np.isfinite(scores).all():
-        kind = "NaN" if np.isnan(scores).any() else "infinity"
-        raise ValueError(f"scores contains {kind}: every score must be finite.")
+    if np.isnan(scores).any():
+        raise ValueError(f"{what} contains NaN: every score must be a number.")
+    if not allow_infinite and not np.isfinite(scores).all():
+        raise ValueError(f"{what} contains infinity: every score must be finite.")
+    return scores
+
+
+def _check_labels_and_scores(y_true, scores, *, allow_infinite=False, what="scores"):
+    """Validate and return ``(s, scores)``: int8 labels in {-1, +1}, float64 1-D scores."""
+    scores = _check_scores(scores, allow_infinite=allow_infinite, what=what)
     if np.ndim(y_true) == 1 and len(y_true) != scores.size:
         raise ValueError(
-            f"y_true and scores have different lengths: {len(y_true)} != {scores.size}."
+            f"y_true and {what} have different lengths: {len(y_true)} != {scores.size}."
         )
     return check_pair_labels(y_true, scores.size), scores
 
@@ -332,8 +343,9 @@ def bayes_threshold(p_target=0.01, c_miss=1.0, c_fa=1.0, *, preset=None):
 
 def act_dcf(y_true, llr, p_target=0.01, c_miss=1.0, c_fa=1.0, *, preset=None):
     """Actual normalised DCF: the cost of deciding ``llr >= bayes_threshold`` (the scores
-    must be log-likelihood ratios; the gap to :func:`min_dcf` is the calibration loss)."""
-    s, llr = _check_labels_and_scores(y_true, llr)
+    must be log-likelihood ratios; the gap to :func:`min_dcf` is the calibration loss).
+    LLRs of +-inf are valid (decided like any LLR above / below the threshold); NaN is not."""
+    s, llr = _check_labels_and_scores(y_true, llr, allow_infinite=True, what="llr")
     p, cm, cf = _operating_point(p_target, c_miss, c_fa, preset)
     accept = llr >= bayes_threshold(p, cm, cf)
     w_miss, w_fa = _dcf_terms(p, cm, cf)
@@ -346,8 +358,10 @@ def cllr(y_true, llr):
         Cllr = 1/(2 log 2) [mean_tar log(1 + e^-llr) + mean_non log(1 + e^llr)]
 
     1 for a system that always says llr = 0; 0 for perfect, calibrated, infinitely
-    confident scores."""
-    s, llr = _check_labels_and_scores(y_true, llr)
+    confident scores. Infinite LLRs are valid input (:func:`pav_llr` gives them in pure
+    bins): a right one costs 0, a wrong one (-inf for a target, +inf for a non-target) makes
+    Cllr infinite. NaN is an error."""
+    s, llr = _check_labels_and_scores(y_true, llr, allow_infinite=True, what="llr")
     _require_both(s)
     tar = np.mean(np.logaddexp(0, -llr[s == 1]))
     non = np.mean(np.logaddexp(0, llr[s != 1]))
@@ -363,12 +377,17 @@ def pav_llr(y_true, scores):
     """The pool-adjacent-violators (isotonic) transform of ``scores`` into the LLRs that are
     optimal on these trials (the "oracle" calibration behind minCllr and the ROC convex hull):
     the isotonic posterior p of a target, as a log-odds minus the log-odds of the empirical
-    target proportion. Values are +-inf in pure bins."""
+    target proportion. Values are +-inf in pure bins.
+
+    Only the order of the scores matters: the isotonic fit sees each score's rank among the
+    distinct scores (scikit-learn's ``IsotonicRegression`` merges inputs closer than its
+    tolerance, which pooled every score below a magnitude of about 1e-20)."""
     from sklearn.isotonic import IsotonicRegression
 
     s, scores = _check_labels_and_scores(y_true, scores)
     _require_both(s)
-    post = IsotonicRegression(out_of_bounds="clip").fit_transform(scores, (s == 1).astype(float))
+    rank = np.unique(scores, return_inverse=True)[1].reshape(-1).astype(np.float64)
+    post = IsotonicRegression(out_of_bounds="clip").fit_transform(rank, (s == 1).astype(float))
     prior = np.mean(s == 1)
     with np.errstate(divide="ignore"):
         return np.log(post) - np.log1p(-post) - np.log(prior / (1 - prior))
