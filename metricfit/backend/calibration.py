@@ -18,45 +18,108 @@ non-parametric calibration, prone to overfit with few trials.
 from numbers import Real
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .. import metrics
-from .._validation import Interval, validate_params
-from ..metrics import _check_labels_and_scores, _llr_response, _require_both
+from .._validation import Interval, StrOptions, validate_params
+from ..metrics import _check_labels_and_scores, _check_scores, _llr_response, _require_both
+from ..pairs.checks import pair_classes
 
 __all__ = ["LinearCalibration", "PAVCalibration", "CalibratedScorer"]
 
+#: Newton's iterations stop when the decrement ``g' H^-1 g`` falls below this (the cost is
+#: O(1) on standardised scores, so this is far below its float64 resolution).
+NEWTON_DECREMENT = 1e-24
+NEWTON_MAX_ITER = 100
+#: Below this decrement the cost's decrease is lost in its rounding, and Newton's full step
+#: is taken without a line search (the quadratic-convergence region of a smooth convex cost).
+NEWTON_FULL_STEP = 1e-12
 
-def _scores_column(scores):
+
+def _scores_column(scores, what="scores"):
+    """Scores (n,) or (n, 1) as a 1-D array (a 2-D shape other than (n, 1) stays 2-D and is
+    refused by the score checks)."""
     scores = np.asarray(scores)
     if scores.ndim == 2 and scores.shape[1] == 1:
         scores = scores[:, 0]
     return scores
 
 
-def _check_scores(scores):
-    """Finite 1-D float64 scores (labels not needed)."""
-    scores = _scores_column(scores)
-    return _check_labels_and_scores(np.r_[1, -np.ones(max(len(scores) - 1, 0))][:len(scores)],
-                                    scores)[1]
+def score_standardisation(scores):
+    """``(exponent, mean, std)`` standardising ``scores`` without overflow or underflow.
+
+    The scores are first scaled by the power of two ``2**-exponent`` that brings the largest
+    magnitude into [0.5, 1) (exact in float64), then centred and scaled to unit standard
+    deviation: ``u = (scores * 2**-exponent - mean) / std``. An affine change of the scores
+    leaves ``u`` unchanged up to rounding (exactly for a power-of-two scale), for every
+    finite input from the smallest subnormal to the largest float. ``std`` is 1 when all
+    scores are equal (``u`` is then 0).
+    """
+    exponent = int(np.frexp(np.max(np.abs(scores)))[1])
+    v = np.ldexp(scores, -exponent)
+    mean = float(v.mean())
+    std = float(v.std())
+    return exponent, mean, std if std > 0 else 1.0
 
 
-def calibration_objective(params, scores, s, prior):
-    """C(a, b) above and its gradient."""
+def _standardise(scores, exponent, mean, std):
+    return (np.ldexp(scores, -exponent) - mean) / std
+
+
+def _cost_gradient_hessian(params, u, s, prior):
+    """C(a, b), its gradient and its Hessian (2 x 2).
+
+    With ``z = a u + b + logit P``, ``dC/dz_i = -w_tar sigma(-z_i)`` (target) or
+    ``w_non sigma(z_i)`` (non-target) and ``d2C/dz_i^2 = w_i sigma(z_i) sigma(-z_i)``; the
+    chain rule through ``z_i = a u_i + b`` gives the gradient ``(sum dz u, sum dz)`` and the
+    Hessian ``sum h_i [u_i, 1]' [u_i, 1]``.
+    """
     a, b = params
-    z = a * scores + b + np.log(prior / (1 - prior))
-    tar, non = s == 1, s != 1
-    w_tar, w_non = prior / tar.sum(), (1 - prior) / non.sum()
-    cost = w_tar * np.logaddexp(0, -z[tar]).sum() + w_non * np.logaddexp(0, z[non]).sum()
-    dz = np.where(tar, -w_tar * expit(-z), w_non * expit(z))
-    return cost, np.array([dz @ scores, dz.sum()])
+    z = a * u + b + np.log(prior / (1 - prior))
+    tar = s == 1
+    w = np.where(tar, prior / tar.sum(), (1 - prior) / (~tar).sum())
+    cost = np.sum(w * np.where(tar, np.logaddexp(0, -z), np.logaddexp(0, z)))
+    dz = np.where(tar, -w * expit(-z), w * expit(z))
+    h = w * expit(z) * expit(-z)
+    gradient = np.array([dz @ u, dz.sum()])
+    hessian = np.array([[h @ (u * u), h @ u], [h @ u, h.sum()]])
+    return float(cost), gradient, hessian
+
+
+def _newton(u, s, prior):
+    """Minimise C(a, b) over standardised scores by Newton's method with a backtracking line
+    search, to the limit of float64 (convex: the step is a descent direction). On trials that
+    a threshold separates perfectly the optimum is at infinity; the iterations then stop at
+    ``NEWTON_MAX_ITER`` or where the cost no longer decreases, with a large slope."""
+    params = np.zeros(2)
+    cost, gradient, hessian = _cost_gradient_hessian(params, u, s, prior)
+    for _ in range(NEWTON_MAX_ITER):
+        step = np.linalg.lstsq(hessian, gradient, rcond=None)[0]
+        decrement = float(gradient @ step)
+        if not decrement > NEWTON_DECREMENT:
+            break
+        t = 1.0
+        while True:  # backtracking (Armijo); full steps once the cost change is round-off
+            trial = params - t * step
+            new = _cost_gradient_hessian(trial, u, s, prior)
+            if decrement < NEWTON_FULL_STEP or new[0] <= cost - 1e-4 * t * decrement:
+                break
+            t *= 0.5
+            if t < 1e-12:
+                return params
+        params, (cost, gradient, hessian) = trial, new
+    return params
 
 
 class LinearCalibration(TransformerMixin, BaseEstimator):
     """Affine map of scores to LLRs by prior-weighted logistic regression (BOSARIS).
+
+    Invariant to an affine change of the scores (``c s + d``, c > 0): the scores are
+    standardised (:func:`score_standardisation`) and the two parameters fitted on them by
+    Newton's method to convergence, so that scores of any magnitude (distances on raw
+    features, PLDA LLRs of well-separated data) get the same calibrated LLRs.
 
     Parameters
     ----------
@@ -66,7 +129,23 @@ class LinearCalibration(TransformerMixin, BaseEstimator):
     Attributes
     ----------
     slope_, offset_ : float
-        ``llr = slope_ * score + offset_``.
+        ``llr = slope_ * score + offset_`` (:meth:`transform` evaluates the same map through
+        the standardised scores, which stays exact where the product would overflow).
+    score_standardisation_ : tuple (exponent, mean, std)
+        ``u = (score * 2**-exponent - mean) / std`` is what the fit saw.
+    coef_ : ndarray of shape (2,)
+        ``llr = coef_[0] * u + coef_[1]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.backend import LinearCalibration
+    >>> scores = np.array([0.1, 0.4, 0.35, 0.8, 0.6, 0.9])
+    >>> y = np.array([-1, -1, 1, -1, 1, 1])
+    >>> small = LinearCalibration().fit(scores, y).transform([0.5])
+    >>> large = LinearCalibration().fit(1e6 * scores - 3, y).transform([1e6 * 0.5 - 3])
+    >>> bool(np.allclose(small, large, rtol=1e-9))
+    True
     """
 
     _parameter_constraints = {"prior": [Interval(Real, 0, 1, closed="neither")]}
@@ -79,18 +158,23 @@ class LinearCalibration(TransformerMixin, BaseEstimator):
         validate_params(self)
         s, scores = _check_labels_and_scores(y, _scores_column(scores))
         _require_both(s)
-        scale = max(scores.std(), np.finfo(float).tiny)
-        result = minimize(calibration_objective, np.array([1.0 / scale, 0.0]), jac=True,
-                          args=(scores, s, self.prior), method="L-BFGS-B")
-        self.slope_, self.offset_ = (float(v) for v in result.x)
+        self.score_standardisation_ = score_standardisation(scores)
+        u = _standardise(scores, *self.score_standardisation_)
+        self.coef_ = _newton(u, s, self.prior)
+        exponent, mean, std = self.score_standardisation_
+        a, b = self.coef_
+        with np.errstate(over="ignore"):
+            self.slope_ = float(np.ldexp(a / std, -exponent))
+        self.offset_ = float(b - a * mean / std)
         self.n_features_in_ = 1
         return self
 
     def transform(self, scores):
-        """LLRs of the scores, shape (n,)."""
-        check_is_fitted(self, "slope_")
-        scores = _check_scores(scores)
-        return self.slope_ * scores + self.offset_
+        """LLRs of the scores (n,) or (n, 1), shape (n,); one score is fine."""
+        check_is_fitted(self, "coef_")
+        scores = _check_scores(_scores_column(scores))
+        u = _standardise(scores, *self.score_standardisation_)
+        return self.coef_[0] * u + self.coef_[1]
 
     predict = transform
 
@@ -98,22 +182,47 @@ class LinearCalibration(TransformerMixin, BaseEstimator):
 class PAVCalibration(TransformerMixin, BaseEstimator):
     """Monotone (PAV / isotonic) map of scores to LLRs, linearly interpolated between the
     fitted scores and clipped beyond; LLRs are clipped to +-``max_llr`` (pure bins would be
-    +-inf)."""
+    +-inf). Invariant to an affine change of the scores (interpolation on the standardised
+    scores, :func:`score_standardisation`).
+
+    Parameters
+    ----------
+    max_llr : float > 0, default=20.0
+        The largest LLR magnitude given.
+
+    Attributes
+    ----------
+    x_ : ndarray
+        The fitted scores, sorted, standardised as ``score_standardisation_`` says.
+    llr_ : ndarray
+        Their LLRs.
+    score_standardisation_ : tuple (exponent, mean, std)
+    """
+
+    _parameter_constraints = {"max_llr": [Interval(Real, 0, None, closed="neither")]}
 
     def __init__(self, max_llr=20.0):
         self.max_llr = max_llr
 
     def fit(self, scores, y):
+        """Fit on scores (n,) or (n, 1) with trial labels (+1 / 1 target, -1 / 0 non)."""
+        validate_params(self)
+        if not np.isfinite(self.max_llr):
+            raise ValueError(f"max_llr must be finite, got {self.max_llr!r}.")
         s, scores = _check_labels_and_scores(y, _scores_column(scores))
         llr = np.clip(metrics.pav_llr(s, scores), -self.max_llr, self.max_llr)
-        order = np.argsort(scores)
-        self.x_, self.llr_ = scores[order], llr[order]
+        self.score_standardisation_ = score_standardisation(scores)
+        order = np.argsort(scores, kind="stable")
+        self.x_ = _standardise(scores[order], *self.score_standardisation_)
+        self.llr_ = llr[order]
+        self.n_features_in_ = 1
         return self
 
     def transform(self, scores):
+        """LLRs of the scores (n,) or (n, 1), shape (n,); one score is fine."""
         check_is_fitted(self, "x_")
-        scores = _check_scores(scores)
-        return np.interp(scores, self.x_, self.llr_)
+        scores = _check_scores(_scores_column(scores))
+        return np.interp(_standardise(scores, *self.score_standardisation_), self.x_, self.llr_)
 
     predict = transform
 
@@ -123,16 +232,29 @@ class CalibratedScorer(BaseEstimator):
 
     The learner is used as given (never refitted): fit the learner on training pairs, this
     wrapper on *validation* pairs. ``decision_function = pair_score - threshold_`` with
-    ``threshold_`` the Bayes threshold at ``decision_prior`` (0 at 0.5).
+    ``threshold_`` the Bayes threshold at ``decision_prior`` (0 at 0.5); ``predict``
+    answers in the coding of the labels given to ``fit`` (``classes_``).
 
     Parameters
     ----------
     estimator : fitted learner or Pipeline ending in one
     method : {'linear', 'pav'}, default='linear'
-    prior : float, default=0.5
+    prior : float in (0, 1), default=0.5
         Prior of the linear calibration's cost.
-    decision_prior : float, default=0.5
+    decision_prior : float in (0, 1), default=0.5
+
+    Attributes
+    ----------
+    calibration_ : LinearCalibration or PAVCalibration
+    threshold_ : float
+    classes_ : ndarray of shape (2,)
+        The two labels of ``y``'s coding ({-1, 1}, {0, 1} or {False, True}); ``classes_[1]``
+        is "same identity".
     """
+
+    _parameter_constraints = {"method": [StrOptions({"linear", "pav"})],
+                              "prior": [Interval(Real, 0, 1, closed="neither")],
+                              "decision_prior": [Interval(Real, 0, 1, closed="neither")]}
 
     def __init__(self, estimator, method="linear", prior=0.5, decision_prior=0.5):
         self.estimator = estimator
@@ -141,22 +263,24 @@ class CalibratedScorer(BaseEstimator):
         self.decision_prior = decision_prior
 
     def fit(self, pairs, y):
-        if self.method not in ("linear", "pav"):
-            raise ValueError(f"method must be 'linear' or 'pav', got {self.method!r}.")
+        """Calibrate the estimator's scores of labelled (validation) pairs."""
+        validate_params(self)
         scores = _llr_response(self.estimator, pairs)
         self.calibration_ = (LinearCalibration(self.prior) if self.method == "linear"
                              else PAVCalibration()).fit(scores, y)
         self.threshold_ = metrics.bayes_threshold(self.decision_prior)
-        self.classes_ = np.array([-1, 1])
+        self.classes_ = pair_classes(y)
         return self
 
     def pair_score(self, pairs):
-        """Calibrated LLRs of the pairs."""
+        """Calibrated LLRs of the pairs (one pair is fine)."""
         check_is_fitted(self, "calibration_")
         return self.calibration_.transform(_llr_response(self.estimator, pairs))
 
     def decision_function(self, pairs):
+        """``pair_score - threshold_``: >= 0 decides "same identity"."""
         return self.pair_score(pairs) - self.threshold_
 
     def predict(self, pairs):
-        return np.where(self.decision_function(pairs) >= 0, 1, -1)
+        """``classes_[1]`` where the decision function is >= 0, else ``classes_[0]``."""
+        return np.where(self.decision_function(pairs) >= 0, self.classes_[1], self.classes_[0])
