@@ -24,6 +24,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..cnn.gaussian import fit_gaussian, gaussian_log_density
+from ..losses._scores import power_of_two_scaled, unit_rows
 from ..metrics import _llr_response
 from ..pairs import check_points
 
@@ -85,7 +86,7 @@ def score_sets(learner, enrol, test, method=None):
                                [front.transform(t) for t in test])
     if method == "mean-embedding":
         if getattr(last, "_score_kind", None) == "cosine":
-            means = [[_unit(_embed(learner, x)).mean(axis=0) for x in sets]
+            means = [[unit_rows(_embed(learner, x)).mean(axis=0) for x in sets]
                      for sets in (enrol, test)]
             return _cosine(np.asarray(means[0]), np.asarray(means[1]))
         pairs = np.stack([np.asarray([e.mean(axis=0) for e in enrol]),
@@ -102,26 +103,25 @@ def score_sets(learner, enrol, test, method=None):
     return _gaussian(learner, enrol, test)
 
 
-def _unit(Z):
-    norms = np.linalg.norm(Z, axis=1, keepdims=True)
-    return np.divide(Z, norms, out=np.zeros_like(Z, dtype=np.float64), where=norms > 0)
-
-
 def _cosine(A, B):
-    return np.sum(_unit(A) * _unit(B), axis=1)
+    return np.sum(unit_rows(A) * unit_rows(B), axis=1)
 
 
 def _gaussian(learner, enrol, test):
     """Seed 000 4.1 per enrolment model: log p_genuine - log mean_claims p_genuine."""
     if any(e.shape[0] < 2 for e in enrol):
         raise ValueError("method 'gaussian' needs at least 2 enrolment samples per model.")
+    # log p_genuine - log p_impostor does not depend on a common scale of the embeddings:
+    # one power of two for all keeps the covariances away from overflow and underflow
+    embedded = power_of_two_scaled(*(_embed(learner, x) for x in (*enrol, *test)))
+    enrol_z, test_z = embedded[:len(enrol)], embedded[len(enrol):]
     log_p = []
     models = {}
-    for i, (e, t) in enumerate(zip(enrol, test)):
+    for e, ze, zt in zip(enrol, enrol_z, test_z):
         key = e.tobytes()
         if key not in models:
-            models[key] = fit_gaussian(_embed(learner, e))
-        log_p.append(gaussian_log_density(_embed(learner, t), *models[key]))
+            models[key] = fit_gaussian(ze)
+        log_p.append(gaussian_log_density(zt, *models[key]))
     out = np.empty(len(enrol))
     keys = [e.tobytes() for e in enrol]
     for key in set(keys):

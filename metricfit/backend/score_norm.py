@@ -17,9 +17,12 @@ once and the (n, K) score matrix is one GEMM (the cosine of unit embeddings; for
 LLR is a quadratic form in the PLDA basis, ``c + q.(a^2) + q.(b^2) + (r a).b``).
 """
 
+from numbers import Integral
+
 import numpy as np
 
-from ..metrics import _llr_response
+from ..losses._scores import unit_rows
+from ..metrics import _check_scores, _llr_response
 from ..pairs import check_points
 
 __all__ = ["cohort_scores", "normalise_scores", "ScoreNormalizer", "METHODS"]
@@ -40,10 +43,7 @@ def _fast_cross_scores(learner, X, cohort):
     front, last = _split(learner)
     kind = getattr(last, "_score_kind", None)
     if kind == "cosine" and hasattr(last, "transform"):
-        A, B = (np.asarray(last.transform(front(Z)), dtype=np.float64) for Z in (X, cohort))
-        A, B = (np.divide(Z, n, out=np.zeros_like(Z), where=n > 0)
-                for Z, n in ((A, np.linalg.norm(A, axis=1, keepdims=True)),
-                             (B, np.linalg.norm(B, axis=1, keepdims=True))))
+        A, B = (unit_rows(last.transform(front(Z))) for Z in (X, cohort))
         return A @ B.T
     if kind == "llr" and hasattr(last, "psi_"):
         A, B = (np.asarray(last.transform(front(Z)), dtype=np.float64) for Z in (X, cohort))
@@ -74,26 +74,100 @@ def cohort_scores(learner, X, cohort, chunk=256):
     return out
 
 
-def _stats(S, top_n):
+def _check_cohort_scores(cohort, n, side):
+    """The (n, K) cohort scores of one side as float64; NaN, infinity or a wrong shape is a
+    ValueError naming the side."""
+    name = f"{side}_cohort"
+    cohort = np.asarray(cohort)
+    if cohort.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must hold numeric scores, got dtype {cohort.dtype}.")
+    if cohort.ndim != 2 or cohort.shape[0] != n:
+        raise ValueError(f"{name} must have shape (n_trials, n_cohort) = ({n}, K), "
+                         f"got {cohort.shape}.")
+    cohort = cohort.astype(np.float64)
+    bad = ~np.isfinite(cohort)
+    if bad.any():
+        row = int(np.flatnonzero(bad.any(axis=1))[0])
+        kind = "NaN" if np.isnan(cohort).any() else "infinity"
+        raise ValueError(f"{name} contains {kind} (first in trial {row}): every cohort score "
+                         "must be finite.")
+    return cohort
+
+
+def _normalise_side(scores, cohort, top_n, side):
+    """``(scores - mu) / sd`` over each trial's cohort scores (its ``top_n`` highest if set).
+
+    Scale-invariant for every finite input: each row is first scaled by the power of two
+    ``2**-e`` that brings its largest cohort magnitude into [0.5, 1) (exact), so the mean and
+    the standard deviation neither overflow (scores near 1e300) nor underflow (near 1e-300);
+    scaling all scores by a power of two gives the same result bit for bit. A row whose
+    cohort scores are all equal has no spread to divide by: a ValueError.
+    """
     if top_n is not None:
-        S = -np.sort(-S, axis=1)[:, :top_n]
-    sd = S.std(axis=1)
-    return S.mean(axis=1), np.where(sd > 0, sd, 1.0)
+        cohort = -np.sort(-cohort, axis=1)[:, :top_n]
+    exponent = np.frexp(np.abs(cohort).max(axis=1))[1]
+    v = np.ldexp(cohort, -exponent[:, None])
+    mean, sd = v.mean(axis=1), v.std(axis=1)
+    flat = np.flatnonzero(~(sd > 0))
+    if flat.size:
+        raise ValueError(f"the {side} cohort scores of trial {int(flat[0])} are all equal "
+                         f"({cohort[flat[0], 0]!r}): their standard deviation is 0 and the "
+                         f"{side}-side normalisation is undefined (use a larger or more varied "
+                         "cohort, or a larger top_n).")
+    with np.errstate(over="ignore"):
+        return (np.ldexp(scores, -exponent) - mean) / sd
+
+
+def _check_top_n(top_n):
+    if top_n is not None and (isinstance(top_n, bool) or not isinstance(top_n, Integral)
+                              or top_n < 2):
+        raise ValueError(f"top_n must be an integer >= 2 (a standard deviation needs two "
+                         f"scores), got {top_n!r}.")
 
 
 def normalise_scores(scores, enrol_cohort, test_cohort, method="s-norm", top_n=None):
-    """Normalise raw trial scores (n,) given the (n, K) cohort scores of each side."""
+    """Normalise raw trial scores (n,) given the (n, K) cohort scores of each side.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_trials,)
+        Finite raw scores.
+    enrol_cohort, test_cohort : array-like of shape (n_trials, K)
+        Finite scores of each trial's enrolment side and test side against the cohort.
+    method : {'z-norm', 't-norm', 's-norm', 'as-norm'}, default='s-norm'
+    top_n : int >= 2 or None, default=None
+        as-norm's cohort size per side (None: 200); ignored by the other methods.
+
+    Returns
+    -------
+    ndarray of shape (n_trials,)
+        Invariant to scaling all the scores by any c > 0 and to adding any constant (up to
+        rounding; exactly for a power-of-two scale). A result that cannot be represented
+        (a raw score 1e300 times the cohort's spread) or a cohort without spread is a
+        ValueError.
+    """
     if method not in METHODS:
         raise ValueError(f"unknown score normalisation {method!r}; choose from {METHODS}.")
     if method == "as-norm" and top_n is None:
         top_n = 200
     if method != "as-norm":
         top_n = None
-    if top_n is not None and top_n < 1:
-        raise ValueError(f"top_n must be >= 1, got {top_n}.")
-    z = (scores - (m := _stats(enrol_cohort, top_n))[0]) / m[1]
-    t = (scores - (m := _stats(test_cohort, top_n))[0]) / m[1]
-    return {"z-norm": z, "t-norm": t}.get(method, 0.5 * (z + t))
+    _check_top_n(top_n)
+    scores = _check_scores(scores)
+    n = scores.size
+    z = t = None
+    if method != "t-norm":
+        z = _normalise_side(scores, _check_cohort_scores(enrol_cohort, n, "enrol"), top_n,
+                            "enrol")
+    if method != "z-norm":
+        t = _normalise_side(scores, _check_cohort_scores(test_cohort, n, "test"), top_n,
+                            "test")
+    out = z if t is None else t if z is None else 0.5 * z + 0.5 * t
+    if not np.isfinite(out).all():
+        row = int(np.flatnonzero(~np.isfinite(out))[0])
+        raise ValueError(f"the normalised score of trial {row} overflows: its raw score "
+                         f"{scores[row]!r} is too far from its cohort scores.")
+    return out
 
 
 class ScoreNormalizer:
@@ -105,16 +179,20 @@ class ScoreNormalizer:
     cohort : array-like of shape (K, n_features)
         Points of identities outside the trials (e.g. the training images).
     method : {'z-norm', 't-norm', 's-norm', 'as-norm'}, default='s-norm'
-    top_n : int or None, default=None
+    top_n : int >= 2 or None, default=None
         The cohort size of as-norm (None: 200, capped at K).
     """
 
     def __init__(self, estimator, cohort, method="s-norm", top_n=None):
         if method not in METHODS:
             raise ValueError(f"unknown score normalisation {method!r}; choose from {METHODS}.")
+        _check_top_n(top_n)
         self.estimator, self.method = estimator, method
         self.cohort = check_points(cohort, what="cohort")
-        self.top_n = None if top_n is None else min(int(top_n), self.cohort.shape[0])
+        if self.cohort.shape[0] < 2:
+            raise ValueError(f"cohort needs at least 2 points (a standard deviation of their "
+                             f"scores), got {self.cohort.shape[0]}.")
+        self.top_n = None if top_n is None else min(top_n, self.cohort.shape[0])
 
     def pair_score(self, pairs):
         pairs = np.asarray(pairs)

@@ -72,6 +72,10 @@ def gaussian_claims(Z, subjects, is_model, shrinkage=0.5):
         ``claimed`` (the subject) and ``probe`` (row index into Z).
     """
     subjects, is_model = np.asarray(subjects), np.asarray(is_model, dtype=bool)
+    # the log-odds do not depend on a common scale of Z: a power of two (exact) brings its
+    # largest entry into [0.5, 1), so the covariances neither overflow nor underflow
+    top = float(np.max(np.abs(Z), initial=0.0))
+    Z = np.ldexp(np.asarray(Z, dtype=np.float64), -int(np.frexp(top)[1]))
     parts = []
     for c in np.unique(subjects):
         mean, cov = fit_gaussian(Z[(subjects == c) & is_model], shrinkage)

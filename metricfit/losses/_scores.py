@@ -13,6 +13,26 @@ def unit_scale_rows(P):
     return np.divide(P, top, out=np.zeros_like(P), where=top > 0)
 
 
+def unit_rows(P):
+    """Rows scaled to unit L2 norm (zero rows stay zero), for rows of any finite scale: each
+    row is first scaled to a largest entry of 1 (:func:`unit_scale_rows`), so the norm
+    neither overflows (entries near 1e200) nor underflows (near 1e-200)."""
+    P = unit_scale_rows(np.asarray(P, dtype=np.float64))
+    norms = np.linalg.norm(P, axis=1, keepdims=True)
+    return np.divide(P, norms, out=np.zeros_like(P), where=norms > 0)
+
+
+def power_of_two_scaled(*arrays):
+    """The arrays scaled by one common power of two that brings their largest magnitude into
+    [0.5, 1): exact in float64, so a computation that is invariant to a common scale (a
+    Gaussian log-density ratio, a standardisation) neither overflows nor underflows, and
+    gives the same result bit for bit for inputs that differ by a power-of-two scale."""
+    arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
+    top = max(float(np.max(np.abs(a), initial=0.0)) for a in arrays)
+    exponent = int(np.frexp(top)[1])
+    return [np.ldexp(a, -exponent) for a in arrays]
+
+
 def cosine_rows(P1, P2):
     """Row-wise cosine similarity of (n, k) arrays; 0 where an embedding is zero.
 
