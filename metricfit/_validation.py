@@ -18,9 +18,11 @@ __all__ = ["Interval", "StrOptions", "validate_params", "check_feature_names",
 
 
 class Interval:
-    """Numbers of ``kind`` (``Integral`` or ``Real``) in [left, right] (None = unbounded).
+    """Finite numbers of ``kind`` (``Integral`` or ``Real``) in [left, right] (None =
+    unbounded).
 
-    ``closed`` is 'both', 'left', 'right' or 'neither'.
+    ``closed`` is 'both', 'left', 'right' or 'neither'. NaN and +-inf never satisfy it (an
+    unbounded side means any finite number: ``lam=inf`` is no weight a fit can use).
     """
 
     def __init__(self, kind, left, right, closed="both"):
@@ -29,7 +31,7 @@ class Interval:
     def is_satisfied_by(self, value):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
             return False
-        if isinstance(value, float) and np.isnan(value):
+        if self.kind is not Integral and not _finite_float(value):
             return False
         left_ok = self.left is None or (
             value >= self.left if self.closed in ("both", "left") else value > self.left
@@ -40,12 +42,20 @@ class Interval:
         return left_ok and right_ok
 
     def __str__(self):
-        kind = "an int" if self.kind is Integral else "a float"
-        lb = "[" if self.closed in ("both", "left") else "("
-        rb = "]" if self.closed in ("both", "right") else ")"
+        kind = "an int" if self.kind is Integral else "a finite float"
+        lb = "[" if self.closed in ("both", "left") and self.left is not None else "("
+        rb = "]" if self.closed in ("both", "right") and self.right is not None else ")"
         left = "-inf" if self.left is None else self.left
         right = "inf" if self.right is None else self.right
         return f"{kind} in the range {lb}{left}, {right}{rb}"
+
+
+def _finite_float(value):
+    """Whether ``value`` is a finite float64 (NaN, +-inf and ints beyond 1.8e308 are not)."""
+    try:
+        return bool(np.isfinite(float(value)))
+    except OverflowError:
+        return False
 
 
 class StrOptions:

@@ -14,6 +14,7 @@ from scipy import linalg, sparse
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .pairs.checks import check_representable, largest_magnitude, scale_exponent
 from ._validation import (Interval, PointOutputMixin, check_feature_names,
                           check_identity_labels, validate_params)
 from .pairs import check_pair_labels, check_pairs, check_points
@@ -73,12 +74,15 @@ def _fix_signs(V):
     return V * np.where(V[rows, np.arange(V.shape[1])] < 0, -1.0, 1.0)
 
 
-def _whitening_rows(lam, V, lam_max, reg, advice, rtol):
+def _whitening_rows(lam, V, lam_max, reg, advice, rtol, exponent=0):
     r"""Rows :math:`\mathrm{diag}(\lambda + r)^{-1/2} V^T` of a whitening matrix.
 
     Eigenvalues at or below ``rtol * lam_max`` (:func:`_rank_rtol`: beyond the data's
     numerical rank) count as zero; with ``reg == 0`` they raise ``ValueError(advice)``
-    instead of dividing by (almost) zero.
+    instead of dividing by (almost) zero. ``lam`` may be of data rescaled by ``2**-exponent``
+    (:func:`metricfit.pairs.checks.scale_exponent`): the rows are then those of the data
+    itself, ``r`` in its units (where ``r`` in the rescaled units overflows, ``lam`` is
+    negligible beside it).
     """
     lam = np.maximum(lam, 0.0)  # round-off can make a zero eigenvalue slightly negative
     tiny = lam <= rtol * max(lam_max, 0.0)
@@ -88,7 +92,11 @@ def _whitening_rows(lam, V, lam_max, reg, advice, rtol):
             f"largest, {lam_max:.3g}: beyond the data's numerical rank): whitening would "
             f"divide by zero. {advice}"
         )
-    return (_fix_signs(V) / np.sqrt(lam + reg)).T
+    with np.errstate(over="ignore", under="ignore"):
+        reg_scaled = np.ldexp(float(reg), -2 * exponent)
+        if np.isinf(reg_scaled):
+            return (_fix_signs(V) / np.sqrt(reg)).T
+        return np.ldexp((_fix_signs(V) / np.sqrt(lam + reg_scaled)).T, -exponent)
 
 
 def _project(X, components, mean=None):
@@ -223,17 +231,20 @@ class WPCA(_Whitener):
             raise ValueError(f"WPCA needs at least 2 samples for a covariance, got {n} sample.")
         self._check_n_components(min(n, d), "min(n_samples, n_features)")
         k = self.n_components or min(n - 1, d)
-        mean = X.mean(axis=0, dtype=np.float64)
-        Xc = X.astype(np.float64)  # a fresh copy, centred in place
-        Xc -= mean
+        largest = largest_magnitude(X)
+        e = scale_exponent(largest)  # 0 (bit-identical) unless |X| is beyond ~1e+-77
+        Xc, mean = _centred(X, e)
         lam, V = _top_eigenpairs(Xc, k)
         if lam[-1] < _ILL_CONDITIONED * lam[0]:  # badly scaled or rank-deficient: exact SVD
             lam, V = _top_eigenpairs(Xc, k, solver="svd")
         advice = "Lower n_components (the data has rank < n_components) or set reg > 0."
-        components = _whitening_rows(lam, V, lam[0], self.reg, advice, _rank_rtol(n, d))
-        self.mean_ = mean.astype(X.dtype)
-        self.components_ = components.astype(X.dtype)
-        self.explained_variance_ = np.maximum(lam, 0.0).astype(X.dtype)
+        components = _whitening_rows(lam, V, lam[0], self.reg, advice, _rank_rtol(n, d), e)
+        self.explained_variance_ = check_representable(
+            np.maximum(lam, 0.0), X.dtype, "its variances (explained_variance_)", largest,
+            exponent=2 * e)
+        self.components_ = check_representable(
+            components, X.dtype, "the whitening rows (components_)", largest)
+        self.mean_ = np.ldexp(mean, e).astype(X.dtype)
         self.n_components_ = k
         return self
 
@@ -245,6 +256,19 @@ class WPCA(_Whitener):
         check_is_fitted(self)
         Z = _project(_check_input(self, X, reset=False), self.components_, self.mean_)
         return self._wrap_output(Z, X)
+
+
+def _centred(X, e):
+    """(X - mean, mean) in float64 of X rescaled by ``2**-e``: a fresh array, centred in
+    place (for e = 0 the mean is X's own float64 mean, bit for bit as before)."""
+    if e:
+        Xc = np.ldexp(X.astype(np.float64), -e)
+        mean = Xc.mean(axis=0)
+    else:
+        mean = X.mean(axis=0, dtype=np.float64)
+        Xc = X.astype(np.float64)
+    Xc -= mean
+    return Xc, mean
 
 
 def _class_deviations(X, y):
@@ -267,6 +291,20 @@ def _class_deviations(X, y):
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     means = np.add.reduceat(X[order], starts, axis=0) / counts[:, None]
     return (X - means[inv]) / np.sqrt(counts.size * counts[inv])[:, None]
+
+
+def _difference_scatter(pairs, e):
+    """``(sum (x - y)(x - y)^T, largest |x - y|)`` over the pairs, the differences rescaled
+    by ``2**-e``, accumulated 8192 pairs at a time (vector or index pairs)."""
+    d = pairs.shape[2]
+    scatter, largest = np.zeros((d, d)), 0.0  # (d, d)
+    for delta in pair_differences(pairs, dtype=np.float64):  # (m, d)
+        largest = max(largest, largest_magnitude(delta))
+        if e:
+            delta = np.ldexp(delta, -e)
+        with np.errstate(over="ignore", invalid="ignore"):  # a first pass (e = 0) beyond
+            scatter += delta.T @ delta  # ~1e+-77 is redone rescaled
+    return scatter, largest
 
 
 def _pair_deviations(P, y):
@@ -372,9 +410,11 @@ class WCCN(_Whitener):
         X = _check_input(self, X, reset=True)
         d = X.shape[-1]
         self._check_n_components(d, "n_features")
-        X64 = X.astype(np.float64)
+        largest = largest_magnitude(X)
+        e = scale_exponent(largest)  # 0 (bit-identical) unless |X| is beyond ~1e+-77
+        X64 = np.ldexp(X.astype(np.float64), -e) if e else X.astype(np.float64)
         Z = _class_deviations(X64, y) if X.ndim == 2 else _pair_deviations(X64, y)
-        return self._fit_scatter(Z.T @ Z, X.dtype, Z)
+        return self._fit_scatter(Z.T @ Z, X.dtype, Z, e, largest)
 
     def fit_index_pairs(self, points, index, y):
         """Fit on index pairs into ``points``: ``fit(pairs, y)`` for the pairs
@@ -403,15 +443,19 @@ class WCCN(_Whitener):
             raise ValueError("WCCN on pairs needs at least one similar pair (label +1 or 1).")
         self.n_features_in_ = d = pairs.shape[2]
         self._check_n_components(d, "n_features")
-        scatter = np.zeros((d, d))  # (d, d)
-        for delta in pair_differences(pairs[similar], dtype=np.float64):  # (m, d)
-            scatter += delta.T @ delta
-        return self._fit_scatter(scatter / (4.0 * similar.size), pairs.dtype)
+        scatter, largest = _difference_scatter(pairs[similar], 0)
+        e = scale_exponent(largest)
+        if e:  # differences beyond ~1e+-77: a second pass, rescaled by 2**-e
+            scatter, _ = _difference_scatter(pairs[similar], e)
+        return self._fit_scatter(scatter / (4.0 * similar.size), pairs.dtype, None, e,
+                                 largest, name="points")
 
-    def _fit_scatter(self, scatter, dtype, Z=None):
+    def _fit_scatter(self, scatter, dtype, Z=None, e=0, largest=0.0, name="X"):
         """Eigendecompose the within-class scatter (d, d) of eq. 12 (``Z^T Z`` when the
         deviations Z are given: then badly conditioned scatters are taken from Z's SVD, exact
-        to eps relative to the largest); set the attributes."""
+        to eps relative to the largest); set the attributes. The scatter may be of data
+        rescaled by ``2**-e`` (the attributes are in the data's units; ``largest`` is its
+        largest |entry|, ``name`` the argument named when they cannot be stored)."""
         d = scatter.shape[0]
         lam, V = linalg.eigh(scatter, overwrite_a=True, check_finite=False)  # ascending
         if Z is not None and lam[0] < _ILL_CONDITIONED * lam[-1]:
@@ -422,9 +466,12 @@ class WCCN(_Whitener):
         n = d if Z is None else Z.shape[0]
         advice = "Use more within-class samples (sum of m_i - 1 >= n_features), or set reg > 0."
         components = _whitening_rows(lam[:k], V[:, :k], lam[-1], self.reg, advice,
-                                     _rank_rtol(n, d))
-        self.components_ = components.astype(dtype)
-        self.eigenvalues_ = np.maximum(lam[:k], 0.0).astype(dtype)
+                                     _rank_rtol(n, d), e)
+        self.eigenvalues_ = check_representable(
+            np.maximum(lam[:k], 0.0), dtype, "its within-class variances (eigenvalues_)",
+            largest, name, exponent=2 * e)
+        self.components_ = check_representable(
+            components, dtype, "the normalising rows (components_)", largest, name)
         self.n_components_ = k
         return self
 

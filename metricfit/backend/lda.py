@@ -10,7 +10,9 @@ from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, OneToO
                           TransformerMixin)
 from sklearn.utils.validation import check_is_fitted
 
+from ..pairs.checks import SAFE_EXPONENT, check_representable, largest_magnitude, scale_exponent
 from .._validation import Interval, PointOutputMixin, validate_params
+from ..mappings import l2_normalise
 from ..pairs import check_pair_labels
 from ..whitening import _check_input
 
@@ -19,6 +21,18 @@ __all__ = ["LengthNormalizer", "LDA"]
 
 def _rows(X):
     return X.reshape(-1, X.shape[-1])
+
+
+def _unit_rows(Z):
+    """Rows of Z scaled to unit length (zero rows stay 0); rows whose norm overflows or
+    underflows (entries beyond ~1e+-77) through :func:`metricfit.mappings.l2_normalise`,
+    which divides by the largest entry first."""
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.linalg.norm(Z, axis=1, keepdims=True)
+    plain = (np.isfinite(norms) & (norms > 2.0 ** -SAFE_EXPONENT)).ravel()
+    out = np.divide(Z, norms, out=np.zeros_like(Z), where=plain[:, None])
+    out[~plain] = l2_normalise(Z[~plain])
+    return out
 
 
 class LengthNormalizer(PointOutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -54,12 +68,18 @@ class LengthNormalizer(PointOutputMixin, OneToOneFeatureMixin, TransformerMixin,
         if P.shape[0] < 2:
             raise ValueError(f"LengthNormalizer needs at least 2 vectors to fit, got "
                              f"n_samples = {P.shape[0]}.")
-        self.mean_ = P.mean(axis=0)
+        largest = largest_magnitude(P)
+        e = scale_exponent(largest)  # 0 (bit-identical) unless |X| is beyond ~1e+-77
+        if e:
+            P = np.ldexp(P, -e)  # exact; mean_ and whitening_ are scaled back below
+        self.mean_ = np.ldexp(P.mean(axis=0), e)
         self.whitening_ = None
         if self.whiten:
             lam, V = linalg.eigh(np.cov(P, rowvar=False).reshape(P.shape[1], P.shape[1]))
             lam = np.maximum(lam, 0) + self.reg * max(lam.max(), np.finfo(float).tiny)
-            self.whitening_ = (V / np.sqrt(lam)) @ V.T
+            self.whitening_ = check_representable((V / np.sqrt(lam)) @ V.T, np.float64,
+                                                  "the whitening (whitening_)", largest,
+                                                  exponent=-e)
         return self
 
     def transform(self, X):
@@ -69,9 +89,7 @@ class LengthNormalizer(PointOutputMixin, OneToOneFeatureMixin, TransformerMixin,
         Z = _rows(X) - self.mean_.astype(X.dtype)
         if self.whitening_ is not None:
             Z = Z @ self.whitening_.astype(X.dtype)
-        norms = np.linalg.norm(Z, axis=1, keepdims=True)
-        Z = np.divide(Z, norms, out=np.zeros_like(Z), where=norms > 0)
-        return self._wrap_output(Z.reshape(X.shape), given)
+        return self._wrap_output(_unit_rows(Z).reshape(X.shape), given)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -120,7 +138,9 @@ class LDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         k = self.n_components or min(classes.size - 1, d)
         if k > d:
             raise ValueError(f"n_components={k} must be <= n_features={d}.")
-        X64 = X.astype(np.float64)
+        largest = largest_magnitude(X)
+        e = scale_exponent(largest)  # 0 (bit-identical) unless |X| is beyond ~1e+-77
+        X64 = np.ldexp(X.astype(np.float64), -e) if e else X.astype(np.float64)
         counts = np.bincount(codes)
         means = np.zeros((classes.size, d))
         np.add.at(means, codes, X64)
@@ -131,9 +151,11 @@ class LDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         between = D.T @ D
         within += self.reg * np.trace(within) / d * np.eye(d)
         lam, V = linalg.eigh(between, within / X.shape[0])
-        self.components_ = V[:, ::-1][:, :k].T  # V^T (S_w / n) V = I
-        self.explained_variance_ = lam[::-1][:k]
-        self.mean_ = mean
+        self.components_ = check_representable(  # V^T (S_w / n) V = I
+            V[:, ::-1][:, :k].T, np.float64, "the discriminant rows (components_)", largest,
+            exponent=-e)
+        self.explained_variance_ = lam[::-1][:k]  # a ratio of variances: scale-free
+        self.mean_ = np.ldexp(mean, e)
         return self
 
     def transform(self, X):

@@ -21,14 +21,32 @@ from ..pairs.checks import pair_classes
 from ..pairs.index import check_pair_input, largest_entry, score_pairs
 
 
-def validation_split(s, validation_fraction, random_state):
+def validation_split(s, validation_fraction, random_state, advice=""):
     """Boolean mask of the training pairs after holding out a stratified validation share
-    (for early stopping); the held-out pairs are ``~mask``."""
-    train = np.ones(s.shape[0], dtype=bool)
-    held_out = train_test_split(np.arange(s.shape[0]), test_size=validation_fraction,
-                                stratify=s, random_state=random_state)[1]
-    train[held_out] = False
-    return train
+    (for early stopping); the held-out pairs are ``~mask``.
+
+    Raises
+    ------
+    ValueError
+        When training or validation would lack a similar or a dissimilar pair: saying how
+        many pairs there are, what the split needs, then ``advice`` (the parameters to
+        change).
+    """
+    n, n_similar = s.shape[0], int(np.sum(s == 1))
+    n_val = int(np.ceil(validation_fraction * n))  # train_test_split's rounding
+    if min(n_val, n - n_val, n_similar, n - n_similar) >= 2:
+        train = np.ones(n, dtype=bool)
+        held_out = train_test_split(np.arange(n), test_size=validation_fraction,
+                                    stratify=s, random_state=random_state)[1]
+        train[held_out] = False
+        if all(np.unique(s[mask]).size == 2 for mask in (train, ~train)):
+            return train
+    raise ValueError(
+        f"the validation split holds out validation_fraction={validation_fraction:g} of the "
+        f"{n} pairs ({n_similar} similar, {n - n_similar} dissimilar): {n_val} for "
+        f"validation, {n - n_val} for training. Each side needs at least one similar and one "
+        f"dissimilar pair (at least 2 pairs per side and 2 of each kind, "
+        f"stratified). {advice}".rstrip())
 
 
 def validation_accuracy(s, scores):
@@ -192,8 +210,13 @@ class PairLearnerMixin(PairClassifierMixin, TransformerMixin):
         """
         pairs = self._check_pairs(pairs)
         with np.errstate(over="ignore", invalid="ignore"):  # reported by finite_scores
-            scores = score_pairs(self.transform, self._score_embedded, pairs)
+            scores = score_pairs(self._embed, self._score_embedded, pairs)
         return finite_scores(scores, pairs)
+
+    def _embed(self, X):
+        """The embedding of points or pairs as an ndarray, whatever ``set_output`` says
+        (what the pair scores are computed from): ``transform`` unless overridden."""
+        return self.transform(X)
 
     def _score_embedded(self, a, b):
         if self._score_kind == "cosine":

@@ -45,7 +45,9 @@ class SolverMixin:
         """Boolean masks (train, validation); validation is None unless SGD."""
         if (solver or self.solver) != "sgd":
             return np.ones(s.shape[0], dtype=bool), None
-        train = validation_split(s, self.validation_fraction, self.random_state)
+        advice = ("Give more pairs, change validation_fraction, or use solver='lbfgs' "
+                  "(no validation split).")
+        train = validation_split(s, self.validation_fraction, self.random_state, advice)
         return train, ~train
 
     def _on_iteration(self, public):

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import Interval, check_identity_labels, validate_params
 from ..metrics import calibrate_threshold
 from ..pairs import check_pairs, check_points, sample_pairs
+from ..pairs.checks import SAFE_EXPONENT, largest_magnitude, scale_exponent
 from ._base import PairLearnerMixin
 
 N_CALIBRATION_PAIRS = 2000  # similar and as many dissimilar training pairs for threshold_
@@ -64,7 +65,12 @@ class MkNN(PairLearnerMixin, BaseEstimator):
     metric_ : estimator or None
         The base metric (the object passed as ``metric``).
     embedding_ : ndarray of shape (n_samples, k)
-        The training points in the neighbour space (normalised for a cosine metric).
+        The training points in the neighbour space (normalised for a cosine metric), times
+        ``2**-scale_exponent_``.
+    scale_exponent_ : int
+        0, unless the training embeddings reach beyond ~1e+-77: then e with their largest
+        |entry| times ``2**-e`` in [0.5, 1), so that squared distances neither overflow nor
+        underflow (an exact rescaling: the neighbours, hence the scores, are the same).
     neighbors_ : sklearn.neighbors.NearestNeighbors
         Fitted on ``embedding_``.
     identities_ : ndarray of shape (n_identities,)
@@ -128,7 +134,9 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         self.metric_ = self._check_metric()
         self.n_features_in_ = X.shape[1]
         self.identities_, self.identity_codes_ = np.unique(y, return_inverse=True)
-        self.embedding_ = self._neighbour_space(self.transform(X))
+        E = np.asarray(self.transform(X))
+        self.scale_exponent_ = scale_exponent(largest_magnitude(E))
+        self.embedding_ = self._neighbour_space(E)
         self.neighbors_ = NearestNeighbors(n_neighbors=self.n_neighbors).fit(self.embedding_)
         self.classes_ = np.array([-1, 1])
         index_pairs, s = self._calibration_pairs()
@@ -162,12 +170,31 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         return subset[index_pairs], s
 
     def _neighbour_space(self, E):
-        """Embeddings as searched: L2-normalised rows for a cosine metric (zero rows kept)."""
+        """Embeddings as searched: rescaled by ``2**-scale_exponent_`` (exact; the ranking of
+        neighbours is scale-invariant, and squared distances of embeddings beyond ~1e+-77
+        would overflow or underflow), then L2-normalised rows for a cosine metric (zero rows
+        kept)."""
         E = np.asarray(E)
+        e = getattr(self, "scale_exponent_", 0)
+        if e:
+            E = np.ldexp(E, -e).astype(E.dtype, copy=False)
         if score_kind(self.metric_) != "cosine":
             return E
         norms = np.linalg.norm(E, axis=-1, keepdims=True)
         return np.divide(E, norms, out=np.zeros_like(E), where=norms > 0)
+
+    def _searched(self, E):
+        """The neighbour space of query embeddings, or a ValueError when they lie so far
+        beyond the training points' scale that their squared distances overflow."""
+        E = self._neighbour_space(E)
+        top = largest_magnitude(E)
+        if top > 2.0 ** SAFE_EXPONENT:
+            raise ValueError(
+                f"pairs lie at up to {top:.3g} x the scale of the training points (their "
+                f"embeddings, rescaled by 2**-{getattr(self, 'scale_exponent_', 0)}): their "
+                "squared distances to them overflow. Rescale the pairs like the training "
+                "points.")
+        return E
 
     def _probability(self, idx_a, idx_b):
         """Eq. 5 from (n, k) neighbour indices of each side: row-wise dot of the two sparse
@@ -199,7 +226,7 @@ class MkNN(PairLearnerMixin, BaseEstimator):
 
     def _score_embedded(self, a, b):
         """Eq. 5 for embedded points a, b (n, k): neighbours of each among the training set."""
-        idx_a, idx_b = (self.neighbors_.kneighbors(self._neighbour_space(e),
+        idx_a, idx_b = (self.neighbors_.kneighbors(self._searched(e),
                                                    return_distance=False) for e in (a, b))
         return self._probability(idx_a, idx_b)
 

@@ -10,20 +10,22 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import Interval, StrOptions, validate_params
+from .._validation import (Interval, PointOutputMixin, StrOptions, check_feature_names,
+                           validate_params)
 from ..losses import nca
 from ..mappings import make_mapping
-
-NCA_MAPPINGS = ("linear", "mlp", "tanh")  # point mappings on feature vectors
 from ..metrics import calibrate_threshold
 from ..optim import minimize
 from ..pairs import check_points, check_points_or_pairs
+from ..pairs.checks import largest_magnitude, scale_exponent
 from ._base import FittedMappingMixin, PairLearnerMixin
+
+NCA_MAPPINGS = ("linear", "mlp", "tanh")  # point mappings on feature vectors
 
 N_CALIBRATION_PAIRS = 2000  # similar and as many dissimilar training pairs for threshold_
 
@@ -45,6 +47,20 @@ def check_identity_labels(y, n_samples):
         raise ValueError("NCA needs an identity with two points or more (every point of y "
                          "has its own identity: no neighbour can share it).")
     return codes.astype(np.int64)
+
+
+def _check_scale(X):
+    """ValueError naming X when its entries lie beyond ~1e+-77
+    (:func:`metricfit.pairs.checks.scale_exponent`).
+
+    NCA is not scale-invariant: its softmax compares squared distances of the start's
+    embedding (identity, PCA or Glorot weights) with 1, so such data gives overflowing,
+    underflowing or saturated distances and a fit that never leaves its start."""
+    largest = largest_magnitude(X)
+    if scale_exponent(largest):
+        raise ValueError(f"X has entries up to {largest:.3g}: NCA's neighbour probabilities "
+                         "exp(-|f(x_i) - f(x_j)|^2) over- or underflow at that scale. Rescale "
+                         "X (e.g. StandardScaler) before fitting.")
 
 
 def calibration_pairs(codes, n_pairs, rng):
@@ -71,7 +87,8 @@ def calibration_pairs(codes, n_pairs, rng):
     return pairs, np.repeat([1, -1], n_pairs)
 
 
-class NCA(FittedMappingMixin, PairLearnerMixin, BaseEstimator):
+class NCA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, FittedMappingMixin,
+          PairLearnerMixin, BaseEstimator):
     r"""Neighbourhood Components Analysis (Goldberger et al. 2004, seed 003): the mapping
     that maximises the expected number of points whose softmax-picked neighbour shares
     their identity.
@@ -192,7 +209,9 @@ class NCA(FittedMappingMixin, PairLearnerMixin, BaseEstimator):
         self
         """
         validate_params(self)
-        X = check_points(X)
+        given, X = X, check_points(X)
+        check_feature_names(self, given, reset=True)
+        _check_scale(X)
         codes = check_identity_labels(y, X.shape[0])
         self.n_features_in_ = X.shape[1]
         mapping = make_mapping(self.mapping, self.n_features_in_, self.n_components,
@@ -253,6 +272,20 @@ class NCA(FittedMappingMixin, PairLearnerMixin, BaseEstimator):
         return super()._check_pairs(pairs, reject_zero=False)
 
     def transform(self, X):
-        """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k)."""
+        """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k).
+
+        Points give a DataFrame with columns ``get_feature_names_out()`` ('nca0', ...) under
+        ``set_output(transform='pandas' | 'polars')``; pairs stay an ndarray.
+        """
+        Z = self._embed(X)
+        check_feature_names(self, X, reset=False)
+        return self._wrap_output(Z, X)
+
+    def _embed(self, X):
         check_is_fitted(self)
         return self._map(check_points_or_pairs(X, n_features=self.n_features_in_))
+
+    @property
+    def _n_features_out(self):
+        """k, the embedding dimension: ``get_feature_names_out`` gives 'nca0', 'nca1', ..."""
+        return self.mapping_.n_components

@@ -3,12 +3,14 @@
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import Interval, StrOptions, validate_params
+from .._validation import (Interval, PointOutputMixin, StrOptions, check_feature_names,
+                           validate_params)
 from ..backend import plda as core
 from ..pairs import check_pair_labels, check_pairs, check_points
+from ..pairs.checks import check_representable, largest_magnitude, scale_exponent
 from ..pairs.index import check_pair_input, pairs_as_given, similar_pair_classes
 from ._base import PairLearnerMixin
 
@@ -24,7 +26,7 @@ def _finite_identities(labels, n):
     return np.unique(labels, return_inverse=True)
 
 
-class PLDA(PairLearnerMixin, BaseEstimator):
+class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, BaseEstimator):
     """Gaussian PLDA (two-covariance, or simplified with ``n_components``), trained by EM,
     scoring pairs by the closed-form same-vs-different log-likelihood ratio.
 
@@ -108,6 +110,7 @@ class PLDA(PairLearnerMixin, BaseEstimator):
         if np.ndim(X) == 2 and self.preprocessor is None:
             return self.fit_points(X, y)
         pairs = check_pair_input(X, self.preprocessor)
+        self.__dict__.pop("feature_names_in_", None)  # pairs carry no column names
         s = check_pair_labels(y, pairs.shape[0], require_both=False)
         if not np.any(s == 1):
             raise ValueError("PLDA needs similar pairs to train on: every pair is dissimilar.")
@@ -121,7 +124,8 @@ class PLDA(PairLearnerMixin, BaseEstimator):
     def fit_points(self, X, labels):
         """Fit on points (n_samples, n_features) with identity labels (n_samples,)."""
         validate_params(self)
-        X = check_points(X)
+        given, X = X, check_points(X)
+        check_feature_names(self, given, reset=True)
         _, codes = _finite_identities(labels, X.shape[0])
         self._fit_classes(X, codes)
         self.threshold_ = 0.0
@@ -129,7 +133,10 @@ class PLDA(PairLearnerMixin, BaseEstimator):
 
     def _fit_classes(self, X, codes):
         n, d = X.shape
-        counts, means, mu, scatter = core.class_statistics(X, codes)
+        largest = largest_magnitude(X)
+        e = scale_exponent(largest)  # 0 (bit-identical) unless |X| is beyond ~1e+-77
+        counts, means, mu, scatter = core.class_statistics(
+            np.ldexp(X.astype(np.float64), -e) if e else X, codes)
         if self.n_components is not None and self.n_components > d:
             raise ValueError(f"n_components={self.n_components} must be <= n_features={d}.")
         history = []
@@ -145,20 +152,40 @@ class PLDA(PairLearnerMixin, BaseEstimator):
         T, psi = core.plda_basis(B, W)
         keep = psi > 1e-10 * max(psi.max(), np.finfo(float).tiny)
         self.n_features_in_ = d
-        self.mean_, self.between_covariance_, self.within_covariance_ = mu, B, W
-        self.components_, self.psi_ = T[keep], psi[keep]
-        self.log_likelihood_ = history
+        self.mean_ = np.ldexp(mu, e)  # back in X's units from X 2**-e (exact)
+        self.between_covariance_, self.within_covariance_ = (check_representable(
+            C, np.float64, "its covariances (between_covariance_, within_covariance_)",
+            largest, exponent=2 * e) for C in (B, W))
+        self.components_ = check_representable(
+            T[keep], np.float64, "the PLDA basis (components_)", largest, exponent=-e)
+        self.psi_ = psi[keep]  # a ratio of variances: scale-free
+        # densities of X 2**-e are 2**(n d e) times those of X
+        self.log_likelihood_ = [ll - n * d * e * np.log(2.0) for ll in history]
         self.n_identities_ = counts.size
         self.classes_ = np.array([-1, 1])
         self._dtype = X.dtype
 
     def transform(self, X):
         """Points (n, d) or pairs (n, 2, d) in the PLDA basis, ``(X - mean_) T^T`` (k dims;
-        there the within-class covariance is I and the between-class one ``diag(psi_)``)."""
+        there the within-class covariance is I and the between-class one ``diag(psi_)``).
+
+        Points give a DataFrame with columns ``get_feature_names_out()`` ('plda0', ...)
+        under ``set_output(transform='pandas' | 'polars')``; pairs stay an ndarray.
+        """
+        Z = self._embed(X)
+        check_feature_names(self, X, reset=False)
+        return self._wrap_output(Z, X)
+
+    @property
+    def _n_features_out(self):
+        """k, the directions of positive psi: ``get_feature_names_out`` gives 'plda0', ..."""
+        return self.components_.shape[0]
+
+    def _embed(self, X):
         check_is_fitted(self, "components_")
         if np.ndim(X) == 3:
             X = check_pairs(X, n_features=self.n_features_in_)
-            return self.transform(X.reshape(-1, X.shape[2])).reshape(X.shape[0], 2, -1)
+            return self._embed(X.reshape(-1, X.shape[2])).reshape(X.shape[0], 2, -1)
         X = check_points(X, n_features=self.n_features_in_)
         T = self.components_.astype(X.dtype, copy=False)
         return (X - self.mean_.astype(X.dtype, copy=False)) @ T.T
@@ -197,7 +224,7 @@ class PLDA(PairLearnerMixin, BaseEstimator):
                 rows = check_points(rows, n_features=self.n_features_in_, what=f"{what}[{i}]")
                 means.append(rows.mean(axis=0))
                 sizes.append(rows.shape[0])
-            stats.append((self.transform(np.asarray(means)), np.asarray(sizes)))
+            stats.append((self._embed(np.asarray(means)), np.asarray(sizes)))
         (a, n), (b, m) = stats
         return core.llr(np.asarray(a, np.float64), np.asarray(b, np.float64), self.psi_, n, m)
 

@@ -393,7 +393,9 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         if groups is not None:
             train, validation = self._identity_split(groups, s)
         else:
-            train = validation_split(s, self.validation_fraction, self.random_state)
+            advice = ("Give more pairs, change validation_fraction, pass validation_data, "
+                      "or set early_stopping=False (every pair trains).")
+            train = validation_split(s, self.validation_fraction, self.random_state, advice)
             validation = ~train
         return ((inputs[train], s[train]), (inputs[validation], s[validation]),
                 (pairs[validation], s[validation]))

@@ -18,6 +18,10 @@ signature slides). ``ldml`` does not learn a map but a Mahalanobis matrix M and 
 on the flat ``theta = [M.ravel(), b]``.
 """
 
+from numbers import Real
+
+import numpy as np
+
 from . import (contrastive, csml, ddml, ldml, signature_cosine, square_exponential,
                square_square, tsml)
 
@@ -59,8 +63,21 @@ def loss_params(loss, params=None):
         accepted = ", ".join(defaults) or "none"
         raise ValueError(f"loss {loss.__name__.rsplit('.', 1)[-1]!r} takes no parameter(s) "
                          f"{', '.join(unknown)}; it takes: {accepted}.")
+    for key, value in params.items():
+        if _non_finite(value):
+            raise ValueError(f"loss_params[{key!r}] must be a finite number, got {value!r}.")
     defaults.update(params)
     return defaults
+
+
+def _non_finite(value):
+    """A real number (not a bool) that is NaN, +-inf or beyond the float64 range."""
+    if not isinstance(value, Real) or isinstance(value, (bool, np.bool_)):
+        return False
+    try:
+        return not np.isfinite(float(value))
+    except OverflowError:
+        return True
 
 
 __all__ = ["tsml", "csml", "ddml", "ldml", "contrastive", "square_square",

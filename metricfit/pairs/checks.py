@@ -232,3 +232,51 @@ def pair_classes(y):
         return np.array([False, True])
     low = -1 if values.min() < 0 else 0
     return np.array([low, 1], dtype=y.dtype)
+
+
+# -- exact power-of-two rescaling ------------------------------------------------------------
+# Exact power-of-two rescaling of data whose magnitude would overflow or underflow the
+# squares formed from it (covariances, squared distances), and the check that what is stored
+# back in the data's units is representable in its dtype.
+#
+# Multiplying by ``2**-e`` is exact (no rounding) for normal numbers, so results computed on
+# rescaled data are the results of the data itself, up to the round-off of the computation.
+# Data within ``2**-SAFE_EXPONENT .. 2**SAFE_EXPONENT`` (about 1e-77 .. 1e77) is left as it is:
+# fits on ordinary data stay bit-identical.
+
+#: Squares of |x| <= 2**256 (and sums of up to 2**250 of them) stay below the float64
+#: maximum; squares of |x| >= 2**-256 stay far above its smallest normal number.
+SAFE_EXPONENT = 256
+
+
+def largest_magnitude(X):
+    """The largest |entry| of an array (0.0 when empty), as a Python float."""
+    X = np.asarray(X)
+    return float(np.max(np.abs(X))) if X.size else 0.0
+
+
+def scale_exponent(largest):
+    """The exponent e to rescale data by ``2**-e``: 0 when its ``largest`` |entry| is 0 or
+    within ``2**+-SAFE_EXPONENT``, else the e with ``largest * 2**-e`` in [0.5, 1)."""
+    if not np.isfinite(largest) or largest == 0:
+        return 0
+    e = int(np.frexp(largest)[1])
+    return 0 if abs(e) <= SAFE_EXPONENT else e
+
+
+def check_representable(values, dtype, what, largest, name="X", exponent=0):
+    """``values * 2**exponent`` (values in float64, e.g. of data rescaled by
+    :func:`scale_exponent`) cast to ``dtype``; a ValueError naming the input ``name`` when
+    they overflow it or the largest |value| underflows to 0 (the data's scale cannot be
+    stored; smaller values flushing to 0 beside the largest are round-off and kept)."""
+    dtype = np.dtype(dtype)
+    with np.errstate(over="ignore", under="ignore"):
+        out = np.ldexp(np.asarray(values, dtype=np.float64), exponent).astype(dtype)
+    if np.isfinite(out).all() and (largest_magnitude(values) == 0 or largest_magnitude(out) > 0):
+        return out
+    info = np.finfo(dtype)
+    raise ValueError(
+        f"{name} {'have' if name.endswith('s') else 'has'} entries up to {largest:.3g}: "
+        f"{what} lie beyond the {dtype} range "
+        f"(up to {info.max:.3g}, down to {info.smallest_subnormal:.3g}) in its units. Rescale "
+        f"{name} (e.g. divide by {largest:.3g}, or StandardScaler) before fitting.")
