@@ -354,3 +354,12 @@ def test_gaussian_claims_are_scale_invariant(scale):
     expected = gaussian_claims(Z, subjects, is_model)["score"]
     assert_allclose(gaussian_claims(scale * Z, subjects, is_model)["score"], expected,
                     rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("C", (np.inf, np.nan, 0.0, -1.0))
+def test_score_fusion_refuses_a_non_finite_or_non_positive_c(C):
+    from metricfit.learners.fusion import fusion_model
+
+    for method in ("svm", "logistic", "llr"):
+        with pytest.raises(ValueError, match="C must be a positive finite number"):
+            fusion_model(method, C)

@@ -207,8 +207,6 @@ class PAVCalibration(TransformerMixin, BaseEstimator):
     def fit(self, scores, y):
         """Fit on scores (n,) or (n, 1) with trial labels (+1 / 1 target, -1 / 0 non)."""
         validate_params(self)
-        if not np.isfinite(self.max_llr):
-            raise ValueError(f"max_llr must be finite, got {self.max_llr!r}.")
         s, scores = _check_labels_and_scores(y, _scores_column(scores))
         llr = np.clip(metrics.pav_llr(s, scores), -self.max_llr, self.max_llr)
         self.score_standardisation_ = score_standardisation(scores)

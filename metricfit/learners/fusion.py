@@ -161,8 +161,8 @@ def fusion_model(method="svm", C=1.0):
     the decision value is a calibrated log-likelihood ratio."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
-    if not isinstance(C, Real) or isinstance(C, bool) or not C > 0:
-        raise ValueError(f"C must be a positive number, got {C!r}.")
+    if not isinstance(C, Real) or isinstance(C, bool) or not 0 < C < np.inf:
+        raise ValueError(f"C must be a positive finite number, got {C!r}.")
     if method == "llr":
         return make_pipeline(StandardScaler(),
                              LogisticRegression(C=1e4 * C, class_weight="balanced"))
