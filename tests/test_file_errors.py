@@ -1,0 +1,126 @@
+"""Issue 24: no silent wrong answer from a file, and every file error names its file.
+
+Every reader of the package (trial and score files, LFW protocol files, the data sets' .npz,
+labelled .npz, saved SiameseCNN models, `metricfit verify --scores` files) turns a damaged
+file (binary garbage, truncated, not UTF-8, wrong shapes, missing keys) into one ValueError
+naming the file; a missing file stays FileNotFoundError. The writers refuse what they could
+not write faithfully.
+"""
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+from metricfit.backend import trials
+
+
+def raises_naming(path, match, error=ValueError):
+    """pytest.raises(error) whose message names ``path`` and matches ``match``, and never
+    advises numpy's unsafe ``allow_pickle`` loading."""
+    class _Check:
+        def __enter__(self):
+            self.ctx = pytest.raises(error, match=match)
+            self.info = self.ctx.__enter__()
+            return self.info
+
+        def __exit__(self, *exc):
+            suppressed = self.ctx.__exit__(*exc)
+            message = str(self.info.value)
+            assert str(path) in message, message
+            assert "allow_pickle" not in message and "\n" not in message, message
+            return suppressed
+    return _Check()
+
+
+def damaged_copies(good, tmp_path):
+    """Files made from the bytes of the valid .npz ``good``: truncated, random bytes, text,
+    empty, a directory."""
+    data = good.read_bytes()
+    files = {"truncated": data[: len(data) // 2], "random bytes": os.urandom(2000),
+             "text": b"images,labels\n1,2\n", "empty": b""}
+    paths = {}
+    for name, content in files.items():
+        paths[name] = tmp_path / f"{name.replace(' ', '_')}.npz"
+        paths[name].write_bytes(content)
+    paths["directory"] = tmp_path / "folder.npz"
+    paths["directory"].mkdir()
+    return paths
+
+
+DAMAGE = {"truncated": "damaged or truncated", "random bytes": "not a zip archive",
+          "text": "not a zip archive", "empty": r"the file is empty \(0 bytes\)",
+          "directory": "is a directory"}
+
+
+# ----------------------------------------------------------------- 2: write_trials labels
+
+
+@pytest.mark.parametrize("y", [[1, -1], [1, 0], [True, False], ["target", "nontarget"],
+                               ["TARGET", "NonTarget"], ["tgt", "impostor"], ["1", "0"]])
+def test_write_trials_round_trips_every_accepted_coding(tmp_path, y):
+    path = tmp_path / "trials.txt"
+    trials.write_trials(path, ["m1", "m2"], ["t1", "t2"], y)
+    enrol, test, labels = trials.read_trials(path)
+    assert list(enrol) == ["m1", "m2"] and list(test) == ["t1", "t2"]
+    assert list(labels) == [1, -1]
+
+
+@pytest.mark.parametrize("y, shown", [([1, 2], "[1, 2]"), ([2, 3], "[2, 3]"),
+                                      ([-1, 0], "[-1, 0]"), ([0.5, 1], "[0.5, 1.0]"),
+                                      (["target", "maybe"], "['maybe']"),
+                                      ([-1, 0, 1], "[-1, 0, 1]")])
+def test_write_trials_refuses_other_labels_naming_y_and_the_values(tmp_path, y, shown):
+    path = tmp_path / "trials.txt"
+    ids = [f"id{k}" for k in range(len(y))]
+    with pytest.raises(ValueError, match=r"^y\b.*" + re.escape(shown)):
+        trials.write_trials(path, ids, ids, y)
+    assert not path.exists()  # nothing half-written
+
+
+@pytest.mark.parametrize("bad_id", ["a b", "", "#m1", "tab\there", "new\nline"])
+@pytest.mark.parametrize("write", ["trials", "scores"])
+def test_writers_refuse_ids_that_would_not_read_back(tmp_path, bad_id, write):
+    path = tmp_path / "out.txt"
+    with pytest.raises(ValueError, match=r"enrol_ids\[1\].*whitespace"):
+        if write == "trials":
+            trials.write_trials(path, ["ok", bad_id], ["t1", "t2"], [1, -1])
+        else:
+            trials.write_scores(path, ["ok", bad_id], ["t1", "t2"], [0.5, -0.5])
+    assert not path.exists()
+
+
+# -------------------------------------------------------- 6: read_trials / read_scores
+
+
+@pytest.mark.parametrize("read", [trials.read_trials, trials.read_scores])
+def test_trial_readers_name_file_and_line_of_bytes_that_are_not_utf8(tmp_path, read):
+    path = tmp_path / "list.txt"
+    path.write_bytes(b"a b target\nc\xff\xfe d nontarget\n")
+    if read is trials.read_scores:
+        path.write_bytes(b"a b 0.5\nc\xff\xfe d 1.5\n")
+    with raises_naming(path, r"line 2: not UTF-8 text \(byte 0xff"):
+        read(path)
+
+
+@pytest.mark.parametrize("read", [trials.read_trials, trials.read_scores])
+def test_trial_readers_on_binary_directory_empty_and_missing_files(tmp_path, read):
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"a b 1\n\x00\x01\x02 x 1\n")
+    with raises_naming(binary, r"line 2: binary data"):
+        read(binary)
+    with raises_naming(tmp_path, "is a directory"):
+        read(tmp_path)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# only a comment\n\n")
+    with raises_naming(empty, "holds no"):
+        read(empty)
+    with raises_naming(tmp_path / "missing.txt", "No such file", FileNotFoundError):
+        read(tmp_path / "missing.txt")
+
+
+def test_read_trials_skips_a_utf8_byte_order_mark(tmp_path):
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbfm1 t1 target\n")
+    assert list(trials.read_trials(path)[0]) == ["m1"]
