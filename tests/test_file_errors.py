@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from metricfit.backend import trials
+from metricfit.learners.siamese_cnn import REQUIRED_ENTRIES, SiameseCNN
+from test_siamese_cnn import TINY, make_image_pairs
 
 
 def raises_naming(path, match, error=ValueError):
@@ -124,3 +126,96 @@ def test_read_trials_skips_a_utf8_byte_order_mark(tmp_path):
     path = tmp_path / "bom.txt"
     path.write_bytes(b"\xef\xbb\xbfm1 t1 target\n")
     assert list(trials.read_trials(path)[0]) == ["m1"]
+
+
+# ------------------------------------------------------------------ 5: SiameseCNN.load
+
+
+@pytest.fixture(scope="module")
+def saved_model(tmp_path_factory):
+    """A real small fitted SiameseCNN, saved."""
+    path = tmp_path_factory.mktemp("model") / "model.npz"
+    SiameseCNN(**dict(TINY, max_epochs=1)).fit(*make_image_pairs(40)).save(path)
+    return path
+
+
+def rewrite(src, dst, **changes):
+    """A copy of the .npz ``src`` with entries replaced (None: removed)."""
+    with np.load(src, allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files}
+    for key, value in changes.items():
+        if value is None:
+            del arrays[key]
+        else:
+            arrays[key] = value
+    np.savez(dst, **arrays)
+    return dst
+
+
+def test_the_saved_model_loads(saved_model):
+    assert SiameseCNN.load(saved_model).params_.size > 0
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_load_of_a_damaged_file_names_it(saved_model, tmp_path, damage):
+    path = damaged_copies(saved_model, tmp_path)[damage]
+    with raises_naming(path, DAMAGE[damage]):
+        SiameseCNN.load(path)
+
+
+def test_load_of_a_missing_file_names_it(tmp_path):
+    with raises_naming(tmp_path / "none.npz", "No such file", FileNotFoundError):
+        SiameseCNN.load(tmp_path / "none.npz")
+
+
+@pytest.mark.parametrize("key", ["params_json", "spec_json", "curves_json"])
+@pytest.mark.parametrize("text, match", [
+    ('{"n_components": 4', "is not valid JSON"),
+    ("", "is not valid JSON"),
+    ("[1, 2]", "must hold a JSON object, got list"),
+])
+def test_load_refuses_damaged_json_entries(saved_model, tmp_path, key, text, match):
+    bad = rewrite(saved_model, tmp_path / "bad.npz", **{key: np.array(text)})
+    with raises_naming(bad, f"entry '{key}' {match}"):
+        SiameseCNN.load(bad)
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"params_json": '{"n_components": 4, "no_such_option": 1}'},
+     r"'params_json' names unknown parameters \['no_such_option'\]"),
+    ({"params_json": '{"energy": "l7"}'}, "'params_json': .*energy"),
+    ({"spec_json": '{"input_shape": [12, 10]}'}, "'spec_json' is not a valid network spec"),
+    ({"spec_json": '{"input_shape": [12, 10], "colour": 1}'}, "not a valid network spec"),
+    ({"weights": np.zeros(7)}, r"'weights' must be \d+ floats .*shape \(7,\)"),
+    ({"weights": "abc"}, "'weights' must be"),
+    ({"threshold": "high"}, "'threshold' must be numeric of shape"),
+    ({"threshold": np.zeros(3)}, r"'threshold' must be numeric of shape \(\)"),
+    ({"input_scale": np.nan}, "'input_scale' must be a finite number"),
+    ({"epochs": np.zeros(3)}, r"'epochs' must be numeric of shape \(2,\)"),
+    ({"classes": np.array([1])}, "'classes' must be numeric"),
+    ({"params_json": np.array(['{}', '{}'])}, "'params_json' must be one JSON string"),
+])
+def test_load_refuses_damaged_entries(saved_model, tmp_path, changes, match):
+    bad = rewrite(saved_model, tmp_path / "bad.npz",
+                  **{k: np.asarray(v) for k, v in changes.items()})
+    with raises_naming(bad, match):
+        SiameseCNN.load(bad)
+
+
+def test_load_refuses_non_finite_weights_and_pickled_entries(saved_model, tmp_path):
+    with np.load(saved_model) as f:
+        n_weights = f["weights"].size
+    bad = rewrite(saved_model, tmp_path / "nan.npz", weights=np.full(n_weights, np.nan))
+    with raises_naming(bad, "'weights' holds NaN or infinity"):
+        SiameseCNN.load(bad)
+    objects = np.array([{"a": 1}], dtype=object)  # np.savez pickles it
+    bad = rewrite(saved_model, tmp_path / "objects.npz", curves_json=objects)
+    with raises_naming(bad, "key 'curves_json': holds pickled Python objects"):
+        SiameseCNN.load(bad)
+
+
+@pytest.mark.parametrize("key", REQUIRED_ENTRIES)
+def test_load_refuses_a_file_without_an_entry(saved_model, tmp_path, key):
+    bad = rewrite(saved_model, tmp_path / "bad.npz", **{key: None})
+    with raises_naming(bad, rf"lacks the entries \['{key}'\]"):
+        SiameseCNN.load(bad)
