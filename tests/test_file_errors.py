@@ -13,8 +13,11 @@ import re
 import numpy as np
 import pytest
 
+from metricfit import datasets
 from metricfit.backend import trials
+from metricfit.cli import main
 from metricfit.learners.siamese_cnn import REQUIRED_ENTRIES, SiameseCNN
+from test_cli_validation import one_line_error
 from test_siamese_cnn import TINY, make_image_pairs
 
 
@@ -219,3 +222,102 @@ def test_load_refuses_a_file_without_an_entry(saved_model, tmp_path, key):
     bad = rewrite(saved_model, tmp_path / "bad.npz", **{key: None})
     with raises_naming(bad, rf"lacks the entries \['{key}'\]"):
         SiameseCNN.load(bad)
+
+
+# ------------------------------------------------------------- 7: data set files
+
+
+def labelled(path, **arrays):
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_labelled_npz_damaged_files_name_the_file(tmp_path, damage):
+    good = labelled(tmp_path / "good.npz", X=np.ones((4, 2)), labels=np.arange(4))
+    path = damaged_copies(good, tmp_path)[damage]
+    with raises_naming(path, DAMAGE[damage]):
+        datasets.load_labelled_npz(path)
+
+
+@pytest.mark.parametrize("arrays, match", [
+    ({"images": np.ones((4, 3, 3))}, r"must hold 'images' .*found keys \['images'\]"),
+    ({"data": np.ones((4, 2)), "target": np.arange(4)}, r"found keys \['data', 'target'\]"),
+    ({"X": np.ones((4, 2)), "labels": np.arange(3)}, r"labels \(3,\)"),
+    ({"X": np.ones((0, 2)), "labels": np.arange(0)}, "n >= 1"),
+    ({"X": np.ones(4), "labels": np.arange(4)}, r"got float64 \(4,\)"),
+    ({"X": np.array([[1.0, np.nan]] * 2), "labels": np.arange(2)}, "NaN or infinity"),
+    ({"X": np.ones((2, 2)), "labels": np.array([0.0, np.nan])}, "labels hold NaN"),
+    ({"X": np.ones((2, 2)), "labels": np.array([1 + 1j, 2])}, "labels must be numbers"),
+    ({"X": np.ones((2, 2)), "labels": np.array([None, 1], dtype=object)},
+     "key 'labels': holds pickled Python objects"),
+])
+def test_labelled_npz_without_the_expected_arrays_names_the_file(tmp_path, arrays, match):
+    path = labelled(tmp_path / "data.npz", **arrays)
+    with raises_naming(path, match):
+        datasets.load_labelled_npz(path)
+
+
+@pytest.mark.parametrize("read", [datasets.read_lfw_pairs, datasets.read_lfw_people])
+def test_lfw_protocol_file_of_binary_garbage_names_the_file(tmp_path, read):
+    path = tmp_path / "pairs.txt"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    with raises_naming(path, r"line 1: not UTF-8 text .*expected an LFW (pair|people) file"):
+        read(path)
+    path.write_bytes(b"10 300\n\x00\x00\x00\n")
+    with raises_naming(path, "line 2: binary data"):
+        read(path)
+    with raises_naming(tmp_path, "is a directory"):
+        read(tmp_path)
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_read_npz_damaged_files_name_the_file(tmp_path, damage):
+    good = labelled(tmp_path / "good.npz", a=np.arange(3))
+    path = damaged_copies(good, tmp_path)[damage]
+    with raises_naming(path, DAMAGE[damage]):
+        datasets.read_npz(path)
+
+
+@pytest.mark.parametrize("load, folder, arrays, match", [
+    (datasets.load_att_faces, "att_faces", {"images": np.zeros((2, 3, 4), np.uint8)},
+     r"lacks the arrays \['labels'\]"),
+    (datasets.load_yale_faces, "yale_faces",
+     {"images": np.zeros((2, 12)), "labels": np.arange(2)}, r"images \(n, H, W\)"),
+    (datasets.load_att_faces, "att_faces",
+     {"images": np.zeros((2, 3, 4)), "labels": np.arange(3)}, r"labels \(3,\)"),
+    (datasets.load_lfw, "lfw", {"images": np.zeros((2, 3, 4))}, r"lacks the arrays \['person'"),
+])
+def test_data_set_npz_with_missing_or_misshapen_arrays_names_the_file(tmp_path, load, folder,
+                                                                      arrays, match):
+    (tmp_path / folder).mkdir()
+    name = "lfw_deepfunneled_gray_62x47.npz" if folder == "lfw" else f"{folder}.npz"
+    path = labelled(tmp_path / folder / name, **arrays)
+    with raises_naming(path, match):
+        load(tmp_path)
+
+
+def test_data_set_npz_damaged_names_the_file(tmp_path):
+    (tmp_path / "att_faces").mkdir()
+    path = tmp_path / "att_faces" / "att_faces.npz"
+    path.write_bytes(os.urandom(100))
+    with raises_naming(path, "not a zip archive"):
+        datasets.load_att_faces(tmp_path)
+
+
+# ------------------------------------------------------------ 7: the CLI's data folder
+
+
+@pytest.mark.parametrize("data, looked_for", [("lfw", "lfw/lfw_deepfunneled_gray_62x47.npz"),
+                                              ("att", "att_faces/att_faces.npz")])
+@pytest.mark.parametrize("exists", [True, False])
+def test_verify_without_a_data_folder_exits_2_naming_it(tmp_path, monkeypatch, capsys, data,
+                                                        looked_for, exists):
+    home = tmp_path / "data"
+    if exists:
+        home.mkdir()
+    monkeypatch.setenv("METRICFIT_DATA", str(home))
+    assert main(["verify", "--data", data, "--quiet"]) == 2
+    line = one_line_error(capsys, looked_for)
+    assert f"data folder {home} (from $METRICFIT_DATA)" in line
+    assert ("does not exist" in line) is not exists
