@@ -321,3 +321,23 @@ def test_verify_without_a_data_folder_exits_2_naming_it(tmp_path, monkeypatch, c
     line = one_line_error(capsys, looked_for)
     assert f"data folder {home} (from $METRICFIT_DATA)" in line
     assert ("does not exist" in line) is not exists
+
+
+# ------------------------------------------------------------ 7: the CLI's comma lists
+
+
+@pytest.mark.parametrize("option, value", [
+    ("--lbp-block", "4,,2"), ("--lbp-block", "4,"), ("--lbp-block", ",4"),
+    ("--dims", "8,,16"), ("--experiments", "0,,1"), ("--lams", "0.1,,1"),
+    ("--methods", "tsml-i,,csml-i"), ("--lbp-radius", "1,,2"),
+])
+def test_comma_lists_with_an_empty_item_exit_2(option, value, capsys):
+    assert main(["verify", option, value]) == 2
+    line = one_line_error(capsys, option)
+    assert repr(value) in line
+
+
+def test_fuse_methods_with_an_empty_item_exit_2(tmp_path, capsys):
+    path = labelled(tmp_path / "s.npz", a=np.zeros(1))
+    assert main(["fuse", str(path), "--methods", "tsml-i,"]) == 2
+    assert "empty item" in one_line_error(capsys, "--methods")
