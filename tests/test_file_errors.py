@@ -16,6 +16,7 @@ import pytest
 from metricfit import datasets
 from metricfit.backend import trials
 from metricfit.cli import main
+from metricfit.experiments import verification
 from metricfit.learners.siamese_cnn import REQUIRED_ENTRIES, SiameseCNN
 from test_cli_validation import one_line_error
 from test_siamese_cnn import TINY, make_image_pairs
@@ -341,3 +342,67 @@ def test_fuse_methods_with_an_empty_item_exit_2(tmp_path, capsys):
     path = labelled(tmp_path / "s.npz", a=np.zeros(1))
     assert main(["fuse", str(path), "--methods", "tsml-i,"]) == 2
     assert "empty item" in one_line_error(capsys, "--methods")
+
+
+# ------------------------------------------------- score files of `verify --scores`
+
+
+def scores_file(path, **changes):
+    """A valid scores file of two experiments of 'pixels/tsml-i', with ``changes`` to the
+    arrays of experiment 0 (None: removed)."""
+    rng = np.random.default_rng(0)
+    arrays = {}
+    for e in (0, 1):
+        arrays.update({f"pixels/tsml-i/{e}/val_scores": rng.normal(size=6),
+                       f"pixels/tsml-i/{e}/val_y": np.array([1, -1] * 3),
+                       f"pixels/tsml-i/{e}/scores": rng.normal(size=4),
+                       f"pixels/tsml-i/{e}/y": np.array([1, -1] * 2)})
+    for key, value in changes.items():
+        arrays.pop(f"pixels/tsml-i/0/{key}")
+        if value is not None:
+            arrays[f"pixels/tsml-i/0/{key}"] = value
+    np.savez(path, **arrays)
+    return path
+
+
+def test_scores_file_loads(tmp_path):
+    saved = verification.load_scores(scores_file(tmp_path / "s.npz"))
+    assert [c["experiment"] for c in saved[("pixels", "tsml-i")]] == [0, 1]
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_damaged_scores_file_names_it(tmp_path, damage):
+    path = damaged_copies(scores_file(tmp_path / "s.npz"), tmp_path)[damage]
+    with raises_naming(path, DAMAGE[damage]):
+        verification.load_scores(path)
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"scores": np.ones((4, 2))}, "0/scores must be 1-D finite numbers"),
+    ({"val_scores": np.array([0.1, np.nan, 0, 0, 0, 0])}, "0/val_scores must be 1-D finite"),
+    ({"y": np.array([1, -1, 1])}, "0/y has 3 labels for 4 pairs"),
+    ({"val_y": np.array([1, 2] * 3)}, r"0/val_y: pair labels must be in .*\[1, 2\]"),
+    ({"y": None}, r"0 lacks \['y'\]"),
+])
+def test_scores_file_with_wrong_arrays_names_it(tmp_path, changes, match):
+    path = scores_file(tmp_path / "s.npz", **changes)
+    with raises_naming(path, match):
+        verification.load_scores(path)
+
+
+def test_fuse_refuses_columns_of_different_experiments(tmp_path):
+    """Two runs of other --experiments (0,1 and 1,2): the same count and, on LFW, the same
+    labels in every fold; pairing them by position would fuse different test folds."""
+    first = verification.load_scores(scores_file(tmp_path / "a.npz"))
+    second = {("sqrt", "tsml-i"): [dict(c, experiment=c["experiment"] + 1)
+                                   for c in first[("pixels", "tsml-i")]]}
+    with pytest.raises(ValueError, match="different experiments"):
+        verification.fuse_saved({**first, **second})
+    same = {("sqrt", "tsml-i"): first[("pixels", "tsml-i")]}
+    assert len(verification.fuse_saved({**first, **same})) == 2
+
+
+def test_fuse_cli_on_a_truncated_scores_file_exits_2_naming_it(tmp_path, capsys):
+    path = damaged_copies(scores_file(tmp_path / "s.npz"), tmp_path)["truncated"]
+    assert main(["fuse", str(path)]) == 2
+    assert "damaged or truncated" in one_line_error(capsys, str(path))
