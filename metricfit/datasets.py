@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import Bunch
 
+from ._files import read_npz_file, text_lines
 from .pairs import FoldRotation, PredefinedPairFolds, unrestricted_pairs
 
 __all__ = [
@@ -80,11 +81,11 @@ def _error(path, lineno, message):
     return ValueError(f"{path}, line {lineno}: {message}")
 
 
-def _read_records(path):
-    """Non-blank lines of ``path`` as (1-based line number, whitespace-split fields)."""
+def _read_records(path, what):
+    """Non-blank lines of ``path`` as (1-based line number, whitespace-split fields); ``what``
+    the file should hold, for the messages."""
     path = Path(path)
-    with open(path, encoding="utf-8") as f:
-        records = [(i, line.split()) for i, line in enumerate(f, start=1) if line.strip()]
+    records = [(i, line.split()) for i, line in text_lines(path, what) if line.strip()]
     if not records:
         raise ValueError(f"{path}, line 1: the file is empty")
     return path, records
@@ -136,7 +137,7 @@ def read_lfw_pairs(path):
     ValueError
         Empty file, malformed header or line, or line count not matching the header.
     """
-    path, records = _read_records(path)
+    path, records = _read_records(path, "an LFW pair file (pairs.txt format)")
     lineno, header = records[0]
     if len(header) not in (1, 2):
         raise _error(path, lineno, f"header must be 'n_folds n_per_class' or 'N', got {header}")
@@ -206,7 +207,7 @@ def read_lfw_people(path):
     ValueError
         Empty file, malformed line, or counts not matching the lines.
     """
-    path, records = _read_records(path)
+    path, records = _read_records(path, "an LFW people file (people.txt format)")
     lineno, header = records[0]
     if len(header) != 1:
         raise _error(path, lineno, f"header must be a single count, got {len(header)} fields")
@@ -271,16 +272,46 @@ def lfw_pairs_to_indices(parsed_pairs, names, person, image_number):
     return np.stack(columns, axis=1).astype(np.int64)
 
 
-def _load_npz(relpath, data_home, keys=None):
-    """Arrays of ``<data home>/<relpath>`` as a Bunch, plus ``data_dir`` (the file's folder)."""
+LFW_KEYS = ("images", "person", "image_number", "names", "people_fold_view2", "pairs_view2",
+            "pairs_view2_label", "pairs_view2_fold")
+
+
+def _home_source(data_home):
+    """Where the data folder came from, for the messages."""
+    if data_home is not None:
+        return "data_home= / --data-home"
+    if os.environ.get(ENV_VAR):
+        return f"${ENV_VAR}"
+    return f"the default; ${ENV_VAR} is not set"
+
+
+def _load_npz(relpath, data_home, keys=None, required=()):
+    """Arrays of ``<data home>/<relpath>`` as a Bunch, plus ``data_dir`` (the file's folder);
+    ``keys`` (read only those) or ``required`` (read all, these must be there)."""
     home = get_data_home(data_home)
     path = home / relpath
     if not path.is_file():
+        state = "" if home.is_dir() else "; that folder does not exist"
         raise FileNotFoundError(
-            f"{relpath} not found: looked for {path}. Point the {ENV_VAR} environment variable "
-            "(or data_home=) at the data folder holding lfw/, att_faces/ and yale_faces/."
+            f"{relpath} not found: looked for {path} in the data folder {home} (from "
+            f"{_home_source(data_home)}){state}. Point the {ENV_VAR} environment variable (or "
+            "--data-home / data_home=) at the data folder holding lfw/, att_faces/ and "
+            "yale_faces/."
         )
-    return Bunch(**read_npz(path, keys), data_dir=path.parent)
+    arrays = read_npz(path, keys)
+    missing = [key for key in required if key not in arrays]
+    if missing:
+        raise ValueError(f"{path} lacks the arrays {missing}; it holds {sorted(arrays)}.")
+    return Bunch(**arrays, data_dir=path.parent)
+
+
+def _check_faces(data, path):
+    """``images`` (n, H, W) numeric and ``labels`` (n,) of a face npz, else ValueError."""
+    images, labels = data.images, data.labels
+    if images.ndim != 3 or images.dtype.kind not in "biuf" or labels.shape != images.shape[:1]:
+        raise ValueError(f"{path}: need numeric images (n, H, W) and labels (n,); got images "
+                         f"{images.dtype} {images.shape} and labels {labels.shape}.")
+    return data
 
 
 def read_npz(path, keys=None):
@@ -288,28 +319,14 @@ def read_npz(path, keys=None):
 
     Raises
     ------
+    FileNotFoundError
+        If there is no such file.
     ValueError
-        Naming the file: not a readable .npz (e.g. a text or .npy file), a missing key
-        (with the keys it does hold), or an array stored as pickled objects.
+        Naming the file: not a readable .npz (e.g. a text or .npy file, random bytes, a
+        truncated archive), a missing key (with the keys it does hold), or an array stored as
+        pickled objects.
     """
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as error:
-        raise ValueError(f"{path} is not a readable .npz file: {error}") from None
-    if not hasattr(npz, "files"):
-        raise ValueError(f"{path} is a single .npy array, not an .npz archive of named arrays.")
-    with npz:
-        missing = [key for key in (keys or []) if key not in npz.files]
-        if missing:
-            raise ValueError(f"{path}: key {missing[0]!r} not found; the file holds keys "
-                             f"{sorted(npz.files)}.")
-        arrays = {}
-        for key in (npz.files if keys is None else keys):
-            try:
-                arrays[key] = npz[key]
-            except ValueError as error:  # object arrays need pickle: refused
-                raise ValueError(f"{path}, key {key!r}: {error}") from None
-    return arrays
+    return read_npz_file(path, keys)
 
 
 def load_lfw(data_home=None):
@@ -334,8 +351,10 @@ def load_lfw(data_home=None):
     ------
     FileNotFoundError
         If the npz file is missing; the message says where it looked.
+    ValueError
+        Naming the file: not a readable .npz, a missing array, or a wrong shape.
     """
-    return _load_npz(LFW_NPZ, data_home)
+    return _load_npz(LFW_NPZ, data_home, required=LFW_KEYS)
 
 
 def load_att_faces(data_home=None):
@@ -356,8 +375,12 @@ def load_att_faces(data_home=None):
     ------
     FileNotFoundError
         If the npz file is missing; the message says where it looked.
+    ValueError
+        Naming the file: not a readable .npz, a missing array, or a wrong shape.
     """
-    return _load_npz(Path("att_faces", "att_faces.npz"), data_home)
+    relpath = Path("att_faces", "att_faces.npz")
+    data = _load_npz(relpath, data_home, required=("images", "labels"))
+    return _check_faces(data, data.data_dir / relpath.name)
 
 
 def load_yale_faces(data_home=None):
@@ -378,8 +401,12 @@ def load_yale_faces(data_home=None):
     ------
     FileNotFoundError
         If the npz file is missing; the message says where it looked.
+    ValueError
+        Naming the file: not a readable .npz, a missing array, or a wrong shape.
     """
-    return _load_npz(Path("yale_faces", "yale_faces.npz"), data_home)
+    relpath = Path("yale_faces", "yale_faces.npz")
+    data = _load_npz(relpath, data_home, required=("images", "labels"))
+    return _check_faces(data, data.data_dir / relpath.name)
 
 
 def lfw_view2_pairs(data_home=None, folds=None):
@@ -417,26 +444,40 @@ def _check_folds(folds, n_folds=10):
     return np.asarray(folds, dtype=np.int64)
 
 
+LABELLED_NPZ = "'images' (n, H, W) or 'X' (n, d), and 'labels' (n,)"
+
+
 def load_labelled_npz(path):
     """Images (n, H, W) or vectors (n, d) and their labels from the ``.npz`` at ``path`` (keys
     ``images`` or ``X``, and ``labels``), as a Bunch; the ``metricfit verify --data PATH.npz``
-    format."""
+    format.
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no such file.
+    ValueError
+        Naming the file: not a readable .npz, a missing key, or arrays of the wrong kind,
+        shape or length, or with NaN / infinity.
+    """
     path = Path(path).expanduser()
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"{path} not found: --data PATH.npz needs an existing file.")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path} is not a readable .npz file: {error}") from None
+    arrays = read_npz_file(path, what=f"a labelled .npz holding {LABELLED_NPZ}")
     images, labels = arrays.get("images", arrays.get("X")), arrays.get("labels")
     if images is None or labels is None:
-        raise ValueError(f"{path} must hold 'images' (n, H, W) or 'X' (n, d), and 'labels' "
-                         f"(n,); found keys {sorted(arrays)}.")
+        raise ValueError(f"{path} must hold {LABELLED_NPZ}; found keys {sorted(arrays)}.")
     if (images.ndim not in (2, 3) or images.dtype.kind not in "biuf" or labels.ndim != 1
-            or len(labels) != len(images)):
-        raise ValueError(f"{path}: need numeric images (n, H, W) or X (n, d) and labels (n,); "
-                         f"got {images.dtype} {images.shape} and labels {labels.shape}.")
+            or len(labels) != len(images) or len(labels) == 0):
+        raise ValueError(f"{path}: need numeric images (n, H, W) or X (n, d) and labels (n,), "
+                         f"n >= 1; got {images.dtype} {images.shape} and labels "
+                         f"{labels.shape}.")
+    if labels.dtype.kind not in "biufUS":
+        raise ValueError(f"{path}: labels must be numbers or strings, got dtype "
+                         f"{labels.dtype}.")
+    for name, array in (("images / X", images), ("labels", labels)):
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            raise ValueError(f"{path}: the {name} hold NaN or infinity.")
     return Bunch(images=images, labels=labels)
 
 

@@ -11,6 +11,8 @@ to vectors (or sets of vectors) and scores every trial with a learner.
 
 import numpy as np
 
+from .._files import text_lines
+from ..pairs import check_pair_labels
 from .enrolment import score_sets
 
 __all__ = ["read_trials", "write_trials", "read_scores", "write_scores", "score_trials"]
@@ -18,18 +20,18 @@ __all__ = ["read_trials", "write_trials", "read_scores", "write_scores", "score_
 _TARGET = {"target": 1, "1": 1, "tgt": 1, "nontarget": -1, "0": -1, "non": -1, "impostor": -1}
 
 
-def _lines(path):
-    with open(path) as f:
-        for number, line in enumerate(f, 1):
-            fields = line.split()
-            if fields and not fields[0].startswith("#"):
-                yield number, fields
+def _lines(path, what):
+    """(line number, fields) of the non-blank, non-comment lines of the text file ``path``."""
+    for number, line in text_lines(path, what):
+        fields = line.split()
+        if fields and not fields[0].startswith("#"):
+            yield number, fields
 
 
 def read_trials(path):
     """``(enrol_ids, test_ids, y)``: string arrays and labels in {-1, +1} (+1 target)."""
     enrol, test, y = [], [], []
-    for number, fields in _lines(path):
+    for number, fields in _lines(path, "a trial list ('enrol test target|nontarget' lines)"):
         if len(fields) != 3 or fields[2].lower() not in _TARGET:
             raise ValueError(f"{path}, line {number}: expected 'enrol test target|nontarget', "
                              f"got {' '.join(fields)!r}.")
@@ -41,12 +43,48 @@ def read_trials(path):
     return np.array(enrol), np.array(test), np.array(y, dtype=np.int8)
 
 
+def _check_ids(ids, what):
+    """Ids as strings that survive the round trip through a file: non-empty, no whitespace,
+    not starting with '#' (a comment); else ValueError naming ``what`` and the first bad id."""
+    ids = [str(i) for i in ids]
+    for k, text in enumerate(ids):
+        if not text or text.startswith("#") or len(text.split()) != 1 or text.strip() != text:
+            raise ValueError(f"{what}[{k}] = {text!r}: ids must be non-empty, without "
+                             "whitespace and not start with '#', to be read back.")
+    return ids
+
+
+def _trial_labels(y, n_trials):
+    """``y`` as {-1, +1} (int8): {-1, +1}, {0, 1}, booleans (:func:`check_pair_labels`) or
+    the words of :func:`read_trials` (``target`` / ``nontarget``..., any case)."""
+    y = np.asarray(y)
+    if y.dtype.kind not in "OUS":
+        return check_pair_labels(y, n_trials, require_both=False, what="y")
+    if y.ndim != 1 or y.shape[0] != n_trials:
+        raise ValueError(f"y must be 1-D with one label per trial ({n_trials}), got shape "
+                         f"{y.shape}.")
+    words = [str(label).lower() for label in y.tolist()]
+    bad = sorted(set(words) - _TARGET.keys())
+    if bad:
+        raise ValueError(f"y: trial labels must be +1/-1, 1/0, booleans or the words "
+                         f"{sorted(_TARGET)} (any case), got {bad[:5]}.")
+    return np.array([_TARGET[w] for w in words], dtype=np.int8)
+
+
 def write_trials(path, enrol_ids, test_ids, y):
-    """Write ``enrol test target|nontarget`` lines (y in {-1, +1} or {0, 1})."""
+    """Write ``enrol test target|nontarget`` lines.
+
+    ``y``: {-1, +1} or {0, 1} or booleans (+1 / 1 / True target), or the words
+    :func:`read_trials` reads (``target`` / ``nontarget``, any case). Other labels, and ids
+    that would not be read back (empty, with whitespace, starting with '#'), raise
+    ValueError before anything is written.
+    """
     if not len(enrol_ids) == len(test_ids) == len(y):
         raise ValueError("enrol_ids, test_ids and y must have the same length.")
+    enrol_ids, test_ids = _check_ids(enrol_ids, "enrol_ids"), _check_ids(test_ids, "test_ids")
+    s = _trial_labels(y, len(enrol_ids))
     with open(path, "w") as f:
-        for e, t, label in zip(enrol_ids, test_ids, y):
+        for e, t, label in zip(enrol_ids, test_ids, s):
             f.write(f"{e} {t} {'target' if label == 1 else 'nontarget'}\n")
 
 
@@ -57,6 +95,7 @@ def write_scores(path, enrol_ids, test_ids, scores):
         raise ValueError("enrol_ids, test_ids and scores must have the same length.")
     if not np.isfinite(scores).all():
         raise ValueError("scores contain NaN or infinity.")
+    enrol_ids, test_ids = _check_ids(enrol_ids, "enrol_ids"), _check_ids(test_ids, "test_ids")
     with open(path, "w") as f:
         for e, t, score in zip(enrol_ids, test_ids, scores):
             f.write(f"{e} {t} {float(score)!r}\n")
@@ -65,7 +104,7 @@ def write_scores(path, enrol_ids, test_ids, scores):
 def read_scores(path):
     """``(enrol_ids, test_ids, scores)`` from ``enrol test score`` lines."""
     enrol, test, scores = [], [], []
-    for number, fields in _lines(path):
+    for number, fields in _lines(path, "a score file ('enrol test score' lines)"):
         try:
             value = float(fields[2]) if len(fields) == 3 else None
         except ValueError:

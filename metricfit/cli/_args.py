@@ -32,31 +32,32 @@ def _positive_int(text):
     return value
 
 
+def _lam(item):
+    """One lambda: a finite number >= 0."""
+    try:
+        value = float(item)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{item!r} is not a number (expected "
+                                         "comma-separated finite lambdas >= 0)") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"lambdas must be finite and >= 0, got {item!r}")
+    return value
+
+
 def _lam_list(text):
     """A comma-separated list of finite, non-negative lambdas (at least one)."""
-    lams = []
-    for item in (t.strip() for t in text.split(",")):
-        if not item:
-            continue
-        try:
-            value = float(item)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{item!r} is not a number (expected "
-                                             "comma-separated finite lambdas >= 0)") from None
-        if not math.isfinite(value) or value < 0:
-            raise argparse.ArgumentTypeError(f"lambdas must be finite and >= 0, got {item!r}")
-        lams.append(value)
-    if not lams:
-        raise argparse.ArgumentTypeError(f"expected comma-separated lambdas >= 0, got {text!r}")
-    return lams
+    return _comma_list(text, _lam, "lambdas >= 0")
 
 
 def _comma_list(text, parse, what, repeated=None):
-    """Comma-separated items (empty ones skipped; at least one), each through ``parse``; with
-    ``repeated`` (the start of a message), no value may come twice."""
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
+    """Comma-separated items (at least one, none empty: ``4,,2`` or ``4,`` is an error), each
+    through ``parse``; with ``repeated`` (the start of a message), no value may come twice."""
+    items = [t.strip() for t in text.split(",")]
+    if not any(items):
         raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}")
+    if not all(items):
+        raise argparse.ArgumentTypeError(f"empty item in {text!r}: expected comma-separated "
+                                         f"{what}, none empty")
     values = [parse(item) for item in items]
     if repeated is not None and len(set(values)) != len(values):
         raise argparse.ArgumentTypeError(f"{repeated} in {text!r}")
@@ -106,9 +107,8 @@ def _experiment_list(text):
 
 
 def _methods(text):
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError(f"expected comma-separated method names, got {text!r}")
+    """Comma-separated method names (at least one, none empty), each known."""
+    names = _comma_list(text, str, "method names")
     try:
         verification.resolve_methods(names)
     except ValueError as error:

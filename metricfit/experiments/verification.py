@@ -25,13 +25,14 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.utils import check_random_state
 
+from .._files import read_npz_file
 from ..learners.fusion import ScoreFusion, fusion_model
 from ..learners import CSML, DDML, LDML, TSML, CosineSimilarity
 from ..mappings import l2_normalise
 from ..metrics import (accuracy_at_threshold, equal_error_rate, fa_fr_curve,
-                      max_decision_accuracy, roc_curve)
-from ..pairs import (FoldRotation, ValidationSplit, check_points_or_pairs, fold_pairs,
-                     identity_folds, sample_pairs, unrestricted_pairs)
+                       max_decision_accuracy, roc_curve)
+from ..pairs import (FoldRotation, ValidationSplit, check_pair_labels, check_points_or_pairs,
+                     fold_pairs, identity_folds, sample_pairs, unrestricted_pairs)
 from ..whitening import WCCN, WPCA
 
 METHODS = ("baseline", "wccn", "csml-i", "csml-wccn", "tsml-i", "tsml-wccn", "tsml-sim",
@@ -416,37 +417,48 @@ def save_scores(path, experiments, source, numbers=None):
     np.savez_compressed(path, **arrays)
 
 
+SCORES_FILE = "a scores file of `metricfit verify --scores`"
+SCORE_FIELDS = ("val_scores", "val_y", "scores", "y")
+
+
 def load_scores(path):
-    """``{(source, method): [ {val_scores, val_y, scores, y} per experiment ]}`` from a file of
-    :func:`save_scores`."""
-    fields_ = {"val_scores", "val_y", "scores", "y"}
-    try:
-        saved = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path} is not a scores file of `metricfit verify --scores` "
-                         f"(not a readable .npz: {error}).") from None
-    if not hasattr(saved, "files"):
-        raise ValueError(f"{path} is a single .npy array, not a scores file of "
-                         "`metricfit verify --scores`.")
-    with saved:
-        table = {}
-        for key in saved.files:
-            parts = key.rsplit("/", 3)
-            if len(parts) != 4 or not parts[2].isdigit() or parts[3] not in fields_:
-                raise ValueError(f"{path}: key {key!r} is not SOURCE/METHOD/EXPERIMENT/FIELD "
-                                 f"(FIELD in {sorted(fields_)}): not a scores file of "
-                                 "`metricfit verify --scores`.")
-            source, method, e, name = parts
-            table.setdefault((source, method), {}).setdefault(int(e), {})[name] = saved[key]
+    """``{(source, method): [ {val_scores, val_y, scores, y, experiment} per experiment ]}``
+    from a file of :func:`save_scores`, experiments in increasing number.
+
+    Raises FileNotFoundError if there is no such file, and ValueError naming the file if it is
+    not such a scores file (not an .npz, damaged, foreign keys, missing fields) or its arrays
+    are wrong (scores not 1-D finite numbers, labels not pair labels or not one per score)."""
+    saved = read_npz_file(path, what=SCORES_FILE)
+    table = {}
+    for key, array in saved.items():
+        parts = key.rsplit("/", 3)
+        if len(parts) != 4 or not parts[2].isdigit() or parts[3] not in SCORE_FIELDS:
+            raise ValueError(f"{path}: key {key!r} is not SOURCE/METHOD/EXPERIMENT/FIELD "
+                             f"(FIELD in {sorted(SCORE_FIELDS)}): not {SCORES_FILE}.")
+        source, method, e, name = parts
+        table.setdefault((source, method), {}).setdefault(int(e), {})[name] = array
     if not table:
         raise ValueError(f"{path} holds no score columns.")
     for (source, method), by_experiment in table.items():
         for e, cells in by_experiment.items():
-            if set(cells) != fields_:
-                raise ValueError(f"{path}: {source}/{method}/{e} lacks "
-                                 f"{sorted(fields_ - set(cells))}.")
+            _check_saved_cells(cells, path, f"{source}/{method}/{e}")
+            cells["experiment"] = e
     return {column: [by_experiment[e] for e in sorted(by_experiment)]
             for column, by_experiment in table.items()}
+
+
+def _check_saved_cells(cells, path, where):
+    """One experiment's saved arrays: every field, scores 1-D finite, labels one per score."""
+    missing = sorted(set(SCORE_FIELDS) - set(cells))
+    if missing:
+        raise ValueError(f"{path}: {where} lacks {missing}.")
+    for scores, labels in (("val_scores", "val_y"), ("scores", "y")):
+        values = cells[scores]
+        if values.ndim != 1 or values.dtype.kind not in "biuf" or not np.isfinite(values).all():
+            raise ValueError(f"{path}: {where}/{scores} must be 1-D finite numbers, got "
+                             f"dtype {values.dtype} and shape {values.shape}.")
+        check_pair_labels(cells[labels], values.shape[0], require_both=False,
+                          what=f"{path}: {where}/{labels}")
 
 
 def saved_results(columns):
@@ -540,6 +552,11 @@ def fuse_saved(columns, classifier="svm", select=False):
         raise ValueError(f"fusion needs at least two score columns, got {len(names)}.")
     if len({len(experiments) for experiments in sets}) != 1:
         raise ValueError("the score columns hold different numbers of experiments.")
+    numbers = {name: [c.get("experiment") for c in experiments]
+               for name, experiments in zip(names, sets)}
+    if len({tuple(n) for n in numbers.values()}) != 1:
+        raise ValueError(f"the score columns hold different experiments: {numbers}; fuse runs "
+                         "of the same experiments only.")
     out = []
     for e, cells in enumerate(zip(*sets)):
         for key in ("val_y", "y"):

@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from .._files import read_npz_file
 from .._version import __version__
 from .._validation import Interval, StrOptions, validate_params
 from ..cnn import ConvNet, NetworkSpec, SiameseObjective, energy_bound, num_threads
@@ -535,26 +536,36 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
 
         Reads every file format version up to ``SAVE_VERSION``; a file of a newer version (from
         a newer metricfit), of an unknown version or not from :meth:`save` raises ValueError.
+        So does any damage: not an .npz, truncated, a missing entry, an entry that is not valid
+        JSON or not a number, weights that do not fit the network; each message names the file.
+        A missing file is FileNotFoundError.
         """
-        with np.load(path, allow_pickle=False) as f:
-            _check_save_format(f, path)
-            params = json.loads(str(f["params_json"]))
-            est = cls(**{k: _tuples(v) for k, v in params.items()})
-            est.network_ = ConvNet(NetworkSpec.from_dict(json.loads(str(f["spec_json"]))))
-            est.params_ = f["weights"]
-            est.threshold_ = float(f["threshold"])
-            est.classes_ = f["classes"] if "classes" in f else np.array([-1, 1])
-            est.input_mean_, est.input_scale_ = float(f["input_mean"]), float(f["input_scale"])
-            est.energy_bound_, est.n_iter_ = float(f["energy_bound"]), int(f["n_iter"])
-            est.n_epochs_, est.best_epoch_ = (float(v) for v in f["epochs"])
-            est.curves_ = json.loads(str(f["curves_json"]))
+        f = read_npz_file(path, what=f"a {SAVE_FORMAT} file from SiameseCNN.save")
+        _check_save_format(f, path)
+        est = cls(**_saved_params(cls, f, path))
+        est.network_ = _saved_network(f, path)
+        est.params_ = _saved_weights(f, path, est.network_.n_params)
+        est.threshold_ = _saved_number(f, "threshold", path, finite=False)
+        est.classes_ = _saved_array(f, "classes", path, (2,)) if "classes" in f \
+            else np.array([-1, 1])
+        est.input_mean_ = _saved_number(f, "input_mean", path)
+        est.input_scale_ = _saved_number(f, "input_scale", path)
+        est.energy_bound_ = _saved_number(f, "energy_bound", path)
+        est.n_iter_ = int(_saved_number(f, "n_iter", path))
+        est.n_epochs_, est.best_epoch_ = (float(v) for v in _saved_array(f, "epochs", path, (2,)))
+        est.curves_ = _saved_json(f, "curves_json", path)
         est.input_shape_ = est.network_.spec.input_shape
         return est
 
 
+REQUIRED_ENTRIES = ("params_json", "spec_json", "weights", "threshold", "input_mean",
+                    "input_scale", "energy_bound", "n_iter", "epochs", "curves_json")
+
+
 def _check_save_format(f, path):
-    """The ``format`` entry of a saved model: ``"metricfit.SiameseCNN/<version>"``."""
-    fmt = str(f["format"]) if "format" in f.files else ""
+    """The ``format`` entry of a saved model (``"metricfit.SiameseCNN/<version>"``) and the
+    presence of the entries that version holds; ``f`` is the dict of the file's arrays."""
+    fmt = str(f["format"]) if "format" in f else ""
     name, _, version = fmt.partition("/")
     if name != SAVE_FORMAT:
         raise ValueError(f"{path} is not a {SAVE_FORMAT} file from SiameseCNN.save "
@@ -563,14 +574,82 @@ def _check_save_format(f, path):
         raise ValueError(f"{path}: unknown {SAVE_FORMAT} format version {version!r}; this "
                          f"metricfit ({__version__}) reads versions 1 to {SAVE_VERSION}.")
     if int(version) > SAVE_VERSION:
-        written_by = str(f["metricfit_version"]) if "metricfit_version" in f.files else "?"
+        written_by = str(f["metricfit_version"]) if "metricfit_version" in f else "?"
         raise ValueError(f"{path} was saved in {SAVE_FORMAT} format version {version} (by "
                          f"metricfit {written_by}); this metricfit ({__version__}) reads "
                          f"versions 1 to {SAVE_VERSION}: upgrade metricfit to load it.")
-    missing = {"params_json", "spec_json", "weights", "threshold"} - set(f.files)
+    missing = set(REQUIRED_ENTRIES) - set(f)
     if missing:
         raise ValueError(f"{path} lacks the entries {sorted(missing)} of format version "
                          f"{version}.")
+
+
+def _saved_json(f, key, path):
+    """The JSON object (a dict) in the string entry ``key``, else ValueError naming it."""
+    entry = f[key]
+    if entry.shape != () or entry.dtype.kind != "U":
+        raise ValueError(f"{path}: entry {key!r} must be one JSON string, got an array of "
+                         f"dtype {entry.dtype} and shape {entry.shape}.")
+    try:
+        value = json.loads(str(entry))
+    except ValueError as error:  # json.JSONDecodeError
+        raise ValueError(f"{path}: entry {key!r} is not valid JSON ({error}).") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: entry {key!r} must hold a JSON object, got "
+                         f"{type(value).__name__}.")
+    return value
+
+
+def _saved_params(cls, f, path):
+    """The constructor parameters of ``params_json``: known names, valid values."""
+    params = _saved_json(f, "params_json", path)
+    unknown = sorted(set(params) - set(cls().get_params()))
+    if unknown:
+        raise ValueError(f"{path}: entry 'params_json' names unknown parameters {unknown}.")
+    params = {k: _tuples(v) for k, v in params.items()}
+    try:
+        validate_params(cls(**params))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: entry 'params_json': {error}") from None
+    return params
+
+
+def _saved_network(f, path):
+    """The ConvNet of ``spec_json``, else ValueError naming the file."""
+    spec = _saved_json(f, "spec_json", path)
+    try:
+        return ConvNet(NetworkSpec.from_dict(spec))
+    except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError) as error:
+        raise ValueError(f"{path}: entry 'spec_json' is not a valid network spec "
+                         f"({type(error).__name__}: {error}).") from None
+
+
+def _saved_array(f, key, path, shape):
+    """The numeric entry ``key`` of shape ``shape``, else ValueError naming it."""
+    entry = f[key]
+    if entry.shape != shape or entry.dtype.kind not in "biuf":
+        raise ValueError(f"{path}: entry {key!r} must be numeric of shape {shape}, got "
+                         f"dtype {entry.dtype} and shape {entry.shape}.")
+    return entry
+
+
+def _saved_number(f, key, path, finite=True):
+    """The number in the entry ``key`` (finite, or with ``finite=False`` not NaN)."""
+    value = float(_saved_array(f, key, path, ()))
+    if np.isnan(value) or (finite and not np.isfinite(value)):
+        raise ValueError(f"{path}: entry {key!r} must be a finite number, got {value}.")
+    return value
+
+
+def _saved_weights(f, path, n_params):
+    """The flat weight vector: float, 1-D, ``n_params`` long (the network's size), finite."""
+    weights = f["weights"]
+    if weights.dtype.kind != "f" or weights.shape != (n_params,):
+        raise ValueError(f"{path}: entry 'weights' must be {n_params} floats (the network of "
+                         f"'spec_json'), got dtype {weights.dtype} and shape {weights.shape}.")
+    if not np.isfinite(weights).all():
+        raise ValueError(f"{path}: entry 'weights' holds NaN or infinity.")
+    return weights
 
 
 def _tuples(value):
