@@ -24,9 +24,10 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..cnn.gaussian import fit_gaussian, gaussian_log_density
-from ..losses._scores import power_of_two_scaled, unit_rows
+from ..losses._scores import unit_rows
 from ..metrics import _llr_response
 from ..pairs import check_points
+from ..pairs.checks import rescaled_together
 
 __all__ = ["score_sets", "METHODS"]
 
@@ -112,8 +113,8 @@ def _gaussian(learner, enrol, test):
     if any(e.shape[0] < 2 for e in enrol):
         raise ValueError("method 'gaussian' needs at least 2 enrolment samples per model.")
     # log p_genuine - log p_impostor does not depend on a common scale of the embeddings:
-    # one power of two for all keeps the covariances away from overflow and underflow
-    embedded = power_of_two_scaled(*(_embed(learner, x) for x in (*enrol, *test)))
+    # beyond ~1e+-77 one power of two for all keeps the covariances from over- or underflow
+    embedded = rescaled_together(*(_embed(learner, x) for x in (*enrol, *test)))
     enrol_z, test_z = embedded[:len(enrol)], embedded[len(enrol):]
     log_p = []
     models = {}

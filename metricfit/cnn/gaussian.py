@@ -25,6 +25,8 @@ every value give the same false-accept / false-reject curve.
 import numpy as np
 from scipy.special import expit, logsumexp
 
+from ..pairs.checks import rescaled_together
+
 __all__ = ["fit_gaussian", "gaussian_log_density", "gaussian_claims"]
 
 
@@ -72,10 +74,9 @@ def gaussian_claims(Z, subjects, is_model, shrinkage=0.5):
         ``claimed`` (the subject) and ``probe`` (row index into Z).
     """
     subjects, is_model = np.asarray(subjects), np.asarray(is_model, dtype=bool)
-    # the log-odds do not depend on a common scale of Z: a power of two (exact) brings its
-    # largest entry into [0.5, 1), so the covariances neither overflow nor underflow
-    top = float(np.max(np.abs(Z), initial=0.0))
-    Z = np.ldexp(np.asarray(Z, dtype=np.float64), -int(np.frexp(top)[1]))
+    # the log-odds do not depend on a common scale of Z: beyond ~1e+-77 a power of two
+    # (exact) rescales it, so the covariances neither overflow nor underflow
+    (Z,) = rescaled_together(Z)
     parts = []
     for c in np.unique(subjects):
         mean, cov = fit_gaussian(Z[(subjects == c) & is_model], shrinkage)

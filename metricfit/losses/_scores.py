@@ -22,17 +22,6 @@ def unit_rows(P):
     return np.divide(P, norms, out=np.zeros_like(P), where=norms > 0)
 
 
-def power_of_two_scaled(*arrays):
-    """The arrays scaled by one common power of two that brings their largest magnitude into
-    [0.5, 1): exact in float64, so a computation that is invariant to a common scale (a
-    Gaussian log-density ratio, a standardisation) neither overflows nor underflows, and
-    gives the same result bit for bit for inputs that differ by a power-of-two scale."""
-    arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
-    top = max(float(np.max(np.abs(a), initial=0.0)) for a in arrays)
-    exponent = int(np.frexp(top)[1])
-    return [np.ldexp(a, -exponent) for a in arrays]
-
-
 def cosine_rows(P1, P2):
     """Row-wise cosine similarity of (n, k) arrays; 0 where an embedding is zero.
 

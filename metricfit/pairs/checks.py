@@ -264,6 +264,17 @@ def scale_exponent(largest):
     return 0 if abs(e) <= SAFE_EXPONENT else e
 
 
+def rescaled_together(*arrays):
+    """The arrays (as float64) rescaled by one common power of two, ``2**-e`` with ``e =
+    scale_exponent(largest |entry| of them all)``: unchanged (bit-identical results) for
+    data within ``2**+-SAFE_EXPONENT``, exactly rescaled beyond, so that a computation
+    invariant to a common scale (a Gaussian log-density ratio) neither overflows nor
+    underflows."""
+    arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
+    e = scale_exponent(max((largest_magnitude(a) for a in arrays), default=0.0))
+    return [np.ldexp(a, -e) if e else a for a in arrays]
+
+
 def check_representable(values, dtype, what, largest, name="X", exponent=0):
     """``values * 2**exponent`` (values in float64, e.g. of data rescaled by
     :func:`scale_exponent`) cast to ``dtype``; a ValueError naming the input ``name`` when
