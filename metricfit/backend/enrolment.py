@@ -64,6 +64,34 @@ def score_sets(learner, enrol, test, method=None):
     Returns
     -------
     scores : ndarray of shape (len(enrol),)
+
+    Examples
+    --------
+    A PLDA fitted on identities 0-29; identity 30 is enrolled from three samples and tested
+    with its fourth sample (a target trial) and with a sample of identity 31 (non-target):
+
+    >>> import numpy as np
+    >>> from metricfit import PLDA
+    >>> from metricfit.backend import score_sets
+    >>> rng = np.random.default_rng(0)
+    >>> labels = np.repeat(np.arange(40), 4)
+    >>> X = 3 * rng.normal(size=(40, 5))[labels] + rng.normal(size=(160, 5))
+    >>> plda = PLDA().fit(X[:120], labels[:120])
+    >>> enrol, test = [X[120:123], X[120:123]], [X[123], X[124]]
+    >>> for method in ("plda", "mean-embedding", "mean-score", "max-score"):
+    ...     print(method, np.round(score_sets(plda, enrol, test, method=method), 2))
+    plda [  4.49 -22.04]
+    mean-embedding [  3.83 -13.34]
+    mean-score [  3.47 -13.7 ]
+    max-score [  4.5  -11.84]
+
+    A test set of several samples (N-vs-M), and 1-vs-1, which is ``pair_score``:
+
+    >>> np.round(score_sets(plda, enrol, [X[123], X[124:128]]), 2)
+    array([  4.49, -61.89])
+    >>> one = score_sets(plda, [X[120]], [X[123]])
+    >>> bool(np.allclose(one, plda.pair_score(np.stack([X[[120]], X[[123]]], axis=1))))
+    True
     """
     last = _last_step(learner)
     is_plda = hasattr(last, "score_sets") and hasattr(last, "psi_")

@@ -53,6 +53,25 @@ class LengthNormalizer(PointOutputMixin, OneToOneFeatureMixin, TransformerMixin,
     mean_ : ndarray of shape (n_features,)
     whitening_ : ndarray of shape (n_features, n_features) or None
     n_features_in_ : int
+
+    Examples
+    --------
+    Features on scales 1, 10 and 100: after whitening each direction weighs alike, and every
+    vector has unit length; pairs keep their shape:
+
+    >>> import numpy as np
+    >>> from metricfit import LengthNormalizer
+    >>> rng = np.random.default_rng(0)
+    >>> X = 5 + rng.normal(size=(100, 3)) * [1, 10, 100]
+    >>> Z = LengthNormalizer().fit(X).transform(X)
+    >>> bool(np.allclose(np.linalg.norm(Z, axis=1), 1))
+    True
+    >>> np.round(Z.std(axis=0), 1)
+    array([0.6, 0.6, 0.6])
+    >>> np.round(LengthNormalizer(whiten=False).fit(X).transform(X).std(axis=0), 1)
+    array([0. , 0.3, 1. ])
+    >>> LengthNormalizer().fit(X).transform(np.stack([X[:50], X[50:]], axis=1)).shape
+    (50, 2, 3)
     """
 
     _parameter_constraints = {"whiten": ["boolean"], "reg": [Interval(Real, 0, None)]}
@@ -112,6 +131,32 @@ class LDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         None: ``min(n_classes - 1, n_features)``.
     reg : float, default=1e-6
         Relative ridge on the within-class scatter.
+
+    Examples
+    --------
+    Three classes in 4-D give two discriminant directions, in which the within-class
+    covariance is the identity:
+
+    >>> import numpy as np
+    >>> from metricfit import LDA
+    >>> rng = np.random.default_rng(0)
+    >>> labels = np.repeat(np.arange(3), 20)
+    >>> centres = np.array([[0, 0, 0, 0], [5, 0, 0, 0], [0, 5, 0, 0]])
+    >>> X = centres[labels] + rng.normal(size=(60, 4))
+    >>> Z = LDA().fit(X, labels).transform(X)
+    >>> Z.shape
+    (60, 2)
+    >>> R = Z - np.array([Z[labels == c].mean(axis=0) for c in range(3)])[labels]
+    >>> np.round(R.T @ R / len(Z), 4)
+    array([[1., 0.],
+           [0., 1.]])
+
+    On pairs, each similar pair is a class of two (dissimilar pairs are unused):
+
+    >>> from metricfit.pairs import sample_pairs
+    >>> index, y = sample_pairs(labels, 20, 20, random_state=0)
+    >>> LDA(n_components=1).fit(X[index], y).transform(X[index]).shape
+    (40, 2, 1)
     """
 
     _parameter_constraints = {"n_components": [Interval(Integral, 1, None), None],

@@ -57,7 +57,24 @@ def _fast_cross_scores(learner, X, cohort):
 
 
 def cohort_scores(learner, X, cohort, chunk=256):
-    """``(n, K)`` scores of every row of X against every cohort point (X first in the pair)."""
+    """``(n, K)`` scores of every row of X against every cohort point (X first in the pair).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit import PLDA
+    >>> from metricfit.backend.score_norm import cohort_scores
+    >>> rng = np.random.default_rng(0)
+    >>> labels = np.repeat(np.arange(40), 4)
+    >>> X = 3 * rng.normal(size=(40, 5))[labels] + rng.normal(size=(160, 5))
+    >>> plda = PLDA().fit(X[:120], labels[:120])
+    >>> S = cohort_scores(plda, X[120:125], X[:100])
+    >>> S.shape
+    (5, 100)
+    >>> pairs = np.stack([np.repeat(X[120:125], 100, axis=0), np.tile(X[:100], (5, 1))], axis=1)
+    >>> bool(np.allclose(S.ravel(), plda.pair_score(pairs)))
+    True
+    """
     X, cohort = check_points(X), check_points(cohort, what="cohort")
     if X.shape[1] != cohort.shape[1]:
         raise ValueError(f"cohort has {cohort.shape[1]} features, the trials {X.shape[1]}.")
@@ -145,6 +162,25 @@ def normalise_scores(scores, enrol_cohort, test_cohort, method="s-norm", top_n=N
         rounding; exactly for a power-of-two scale). A result that cannot be represented
         (a raw score 1e300 times the cohort's spread) or a cohort without spread is a
         ValueError.
+
+    Examples
+    --------
+    A raw score 2 whose enrolment side scores 0 and 2 against the cohort (mean 1, standard
+    deviation 1) and whose test side scores 1 and 3 (mean 2, standard deviation 1):
+
+    >>> from metricfit.backend import normalise_scores
+    >>> for method in ("z-norm", "t-norm", "s-norm"):
+    ...     print(method, normalise_scores([2.0], [[0.0, 2.0]], [[1.0, 3.0]], method))
+    z-norm [1.]
+    t-norm [0.]
+    s-norm [0.5]
+
+    as-norm keeps each side's ``top_n`` highest cohort scores (enrolment: 12 and 10, mean
+    11; test: 3 and 1, mean 2):
+
+    >>> normalise_scores([2.0], [[0.0, 2.0, 10.0, 12.0]], [[1.0, 3.0, 0.0, 0.0]], "as-norm",
+    ...                  top_n=2)
+    array([-4.5])
     """
     if method not in METHODS:
         raise ValueError(f"unknown score normalisation {method!r}; choose from {METHODS}.")
@@ -181,6 +217,29 @@ class ScoreNormalizer:
     method : {'z-norm', 't-norm', 's-norm', 'as-norm'}, default='s-norm'
     top_n : int >= 2 or None, default=None
         The cohort size of as-norm (None: 200, capped at K).
+
+    Examples
+    --------
+    A PLDA fitted on identities 0-29, a cohort of their samples, trials among identities
+    30-39; z-norm is ``(raw - mean) / std`` of the enrolment side's cohort scores:
+
+    >>> import numpy as np
+    >>> from metricfit import PLDA
+    >>> from metricfit.backend import ScoreNormalizer
+    >>> from metricfit.backend.score_norm import cohort_scores
+    >>> rng = np.random.default_rng(0)
+    >>> labels = np.repeat(np.arange(40), 4)
+    >>> X = 3 * rng.normal(size=(40, 5))[labels] + rng.normal(size=(160, 5))
+    >>> plda = PLDA().fit(X[:120], labels[:120])
+    >>> pairs = np.stack([X[120:160:2], X[121:160:2]], axis=1)  # 20 target trials
+    >>> znorm = ScoreNormalizer(plda, X[:120], "z-norm").pair_score(pairs)
+    >>> enrol = cohort_scores(plda, pairs[:, 0], X[:120])
+    >>> by_hand = (plda.pair_score(pairs) - enrol.mean(axis=1)) / enrol.std(axis=1)
+    >>> bool(np.allclose(znorm, by_hand))
+    True
+    >>> snorm = ScoreNormalizer(plda, X[:120]).pair_score(pairs)
+    >>> snorm.shape, bool(np.all(snorm > 0))
+    ((20,), True)
     """
 
     def __init__(self, estimator, cohort, method="s-norm", top_n=None):

@@ -86,6 +86,35 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
     >>> pairs = np.stack([X[[0, 0]], X[[1, 4]]], axis=1)  # same identity, then not
     >>> plda.predict(pairs)
     array([ 1, -1])
+    >>> np.round(plda.pair_score(pairs), 2)  # log-likelihood ratios
+    array([  3.54, -10.61])
+
+    In the PLDA basis the within-class covariance is I and the between-class one
+    ``diag(psi_)``; EM recorded the log-likelihood after each iteration:
+
+    >>> plda.transform(X).shape, np.round(plda.psi_, 1)
+    ((200, 5), array([15.8, 12.9, 12.2,  7.4,  4.4]))
+    >>> len(plda.log_likelihood_), bool(np.all(np.diff(plda.log_likelihood_) >= 0))
+    (11, True)
+
+    On vector pairs each similar pair is a class of two (300 classes here); on index pairs
+    into ``preprocessor`` the classes are the connected components of the similar pairs
+    (here the 50 identities, hence the same model as the fit on labelled points):
+
+    >>> from metricfit.pairs import sample_pairs
+    >>> index, y = sample_pairs(labels, 300, 300, random_state=0)
+    >>> on_pairs = PLDA().fit(X[index], y)
+    >>> on_index = PLDA(preprocessor=X).fit(index, y)
+    >>> on_pairs.n_identities_, on_index.n_identities_
+    (300, 50)
+    >>> np.round(on_pairs.pair_score(pairs), 2), np.round(on_index.pair_score(pairs), 2)
+    (array([  3.54, -10.56]), array([  3.54, -10.61]))
+
+    Simplified PLDA: the between-class covariance has rank ``n_components``:
+
+    >>> simplified = PLDA(n_components=2).fit(X, labels)
+    >>> int(np.linalg.matrix_rank(simplified.between_covariance_)), simplified.psi_.shape
+    (2, (2,))
     """
 
     _score_kind = "llr"
@@ -211,7 +240,25 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
 
     def score_sets(self, enrol, test):
         """N-vs-M LLR in closed form: ``enrol[i]`` (n_i, d) against ``test[i]`` (m_i, d)
-        (lists of the same length; a 2-D array is one sample per row)."""
+        (lists of the same length; a 2-D array is one sample per row).
+
+        Examples
+        --------
+        Identity 0 enrolled from 3 samples and tested with its 4th, then with a sample of
+        identity 1; one enrolment sample against one test sample is ``pair_score``:
+
+        >>> import numpy as np
+        >>> from metricfit import PLDA
+        >>> rng = np.random.default_rng(0)
+        >>> labels = np.repeat(np.arange(50), 4)
+        >>> X = 3 * rng.normal(size=(50, 5))[labels] + rng.normal(size=(200, 5))
+        >>> plda = PLDA().fit(X[8:], labels[8:])  # identities 2..49
+        >>> np.round(plda.score_sets([X[0:3], X[0:3]], [X[3], X[4]]), 2)
+        array([  4.23, -20.43])
+        >>> one = plda.score_sets([X[0]], [X[3]])
+        >>> bool(np.allclose(one, plda.pair_score(X[[[0, 3]]])))
+        True
+        """
         check_is_fitted(self, "components_")
         if len(enrol) != len(test):
             raise ValueError(f"enrol and test hold {len(enrol)} and {len(test)} sets: one "
