@@ -7,6 +7,8 @@ calls ``validate_params(self)`` at the start of ``fit``. Each constraint is an `
 ``None``; a value is valid when it satisfies any constraint of its list.
 """
 
+import os
+import sys
 from numbers import Integral
 
 import numpy as np
@@ -237,3 +239,14 @@ def check_identity_labels(labels, name="labels", n_samples=None):
     if labels.dtype.kind not in "biufUSO":
         raise ValueError(f"{name} must hold numbers or strings, got dtype {labels.dtype}.")
     return labels
+
+
+def user_stacklevel():
+    """The ``stacklevel`` for ``warnings.warn`` called by the caller of this function that
+    names the first frame outside the metricfit package: the user's line, however deep in
+    the package the warning is raised."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

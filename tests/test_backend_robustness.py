@@ -363,3 +363,45 @@ def test_score_fusion_refuses_a_non_finite_or_non_positive_c(C):
     for method in ("svm", "logistic", "llr"):
         with pytest.raises(ValueError, match="C must be a positive finite number"):
             fusion_model(method, C)
+
+
+def test_gaussian_enrolment_refuses_a_model_with_one_claim():
+    """Every score was exactly 0 (EER 50 %) when each model had one claim in the call."""
+    from metricfit.backend import score_sets
+
+    learner, pairs, _ = cosine_learner_and_pairs(4)
+    X = pairs[:, 0]
+    with pytest.raises(ValueError, match="enrolment set 0 has a single test sample"):
+        score_sets(learner, [X[:3], X[3:6]], [X[6], X[7]], "gaussian")
+    scores = score_sets(learner, [X[:3], X[:3]], [X[6], X[7]], "gaussian")
+    assert np.all(scores != 0)
+
+
+def test_plda_warns_about_a_singular_within_class_covariance():
+    """On raw digits pixels (constant border pixels) the LLRs reached -1e16 without a word."""
+    from sklearn.datasets import load_digits
+
+    from metricfit import PLDA
+
+    X, y = load_digits(return_X_y=True)
+    with pytest.warns(UserWarning, match="within-class covariance is singular"):
+        PLDA().fit(X, y)
+    # fewer samples: the generalised eigenproblem itself fails (it raised a LinAlgError)
+    with pytest.raises(ValueError, match="PLDA cannot be fitted: the within-class covariance"):
+        PLDA().fit(X[:600], y[:600])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PLDA().fit(X[:600, 20:28] + np.random.default_rng(0).normal(size=(600, 8)), y[:600])
+
+
+def test_the_plda_warning_names_the_callers_line():
+    from sklearn.datasets import load_digits
+
+    from metricfit import PLDA
+
+    X, y = load_digits(return_X_y=True)
+    with pytest.warns(UserWarning, match="singular") as record:
+        PLDA().fit(X, y)
+    assert record[0].filename == __file__

@@ -153,9 +153,15 @@ def _gaussian(learner, enrol, test):
         log_p.append(gaussian_log_density(zt, *models[key]))
     out = np.empty(len(enrol))
     keys = [e.tobytes() for e in enrol]
-    for key in set(keys):
+    for key in dict.fromkeys(keys):  # first-seen order: the same error every run
         rows = [i for i, k in enumerate(keys) if k == key]
         claims = np.concatenate([log_p[i] for i in rows])
+        if claims.size < 2:
+            raise ValueError(
+                f"method 'gaussian' scores a model against the mean density of all its claims "
+                f"in the call: enrolment set {rows[0]} has a single test sample, so its score "
+                "would be 0 whatever the sample. Score each model's claims together (several "
+                "trials with the same enrolment set in one call), or use another method.")
         impostor = logsumexp(claims) - np.log(claims.size)
         for i in rows:
             out[i] = np.mean(log_p[i] - impostor)

@@ -1,13 +1,15 @@
 """PLDA with the shared pair API: ``pair_score`` is the closed-form log-likelihood ratio."""
 
+import warnings
 from numbers import Integral
 
 import numpy as np
+from scipy import linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (Interval, PointOutputMixin, StrOptions, check_feature_names,
-                           validate_params)
+                           user_stacklevel, validate_params)
 from ..backend import plda as core
 from ..pairs import check_pair_labels, check_pairs, check_points
 from ..pairs.checks import check_representable, largest_magnitude, scale_exponent
@@ -15,6 +17,31 @@ from ..pairs.index import check_pair_input, pairs_as_given, similar_pair_classes
 from ._base import PairLearnerMixin
 
 DISSIMILAR = ("ignore", "singletons")
+
+
+#: A within-class covariance whose smallest eigenvalue is below this fraction of its largest
+#: is (numerically) singular: the data have directions without within-class variation.
+SINGULAR_RATIO = 1e-10
+
+
+def _singular_within(W):
+    """What is wrong with a (nearly) singular within-class covariance or scatter W."""
+    w = linalg.eigvalsh(W)
+    return (f"the within-class covariance is singular (smallest / largest eigenvalue "
+            f"{max(w[0], 0.0) / w[-1]:.1e}): X has directions without within-class variation. "
+            "Reduce the dimension first (WPCA or PCA to at most the rank of the within-class "
+            "scatter)")
+
+
+def _warn_if_singular(W):
+    """Warn when the fitted within-class covariance W is (nearly) singular: along a direction
+    in which no identity varies (a constant pixel, fewer samples than dimensions), the model
+    calls any difference impossible within an identity, and the LLRs grow without bound
+    (-1e16 on raw digits pixels). Where EM itself breaks down, ``fit`` raises instead."""
+    w = linalg.eigvalsh(W)
+    if not w[0] > SINGULAR_RATIO * w[-1]:
+        warnings.warn(f"PLDA: {_singular_within(W)}; LLRs along those directions are "
+                      "unbounded.", UserWarning, stacklevel=user_stacklevel())
 
 
 def _finite_identities(labels, n):
@@ -173,12 +200,16 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
         def record(it, B, W, log_likelihood):
             history.append(log_likelihood)
 
-        if self.n_components is None:
-            B, W = core.fit_two_covariance(counts, means, scatter, self.n_iter, record)
-        else:
-            B, W, _ = core.fit_simplified(counts, means, scatter, self.n_components,
-                                          self.n_iter, record)
-        T, psi = core.plda_basis(B, W)
+        try:
+            if self.n_components is None:
+                B, W = core.fit_two_covariance(counts, means, scatter, self.n_iter, record)
+            else:
+                B, W, _ = core.fit_simplified(counts, means, scatter, self.n_components,
+                                              self.n_iter, record)
+            T, psi = core.plda_basis(B, W)
+        except np.linalg.LinAlgError:
+            raise ValueError(f"PLDA cannot be fitted: {_singular_within(scatter)}.") from None
+        _warn_if_singular(W)
         keep = psi > 1e-10 * max(psi.max(), np.finfo(float).tiny)
         self.n_features_in_ = d
         self.mean_ = np.ldexp(mu, e)  # back in X's units from X 2**-e (exact)
