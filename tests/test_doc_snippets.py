@@ -167,18 +167,23 @@ def doc_files(root=ROOT):
     return files
 
 
+def mark(block):
+    """Read the block's marker comments into ``block.markers``."""
+    header = block.header()
+    for name, pattern in (("excerpt", EXCERPT), ("continued", CONTINUED),
+                          ("face_data", FACE_DATA), ("slow", SLOW)):
+        hits = [pattern.match(h) for h in header if pattern.match(h)]
+        if hits:
+            block.markers[name] = hits[0]
+    return block
+
+
 def all_blocks(root=ROOT):
     blocks = []
     for page in doc_files(root):
         reader = markdown_blocks if page.suffix == ".md" else rst_blocks
         for block in reader(page.read_text(encoding="utf-8"), str(page.relative_to(root))):
-            header = block.header()
-            for name, pattern in (("excerpt", EXCERPT), ("continued", CONTINUED),
-                                  ("face_data", FACE_DATA), ("slow", SLOW)):
-                hits = [pattern.match(h) for h in header if pattern.match(h)]
-                if hits:
-                    block.markers[name] = hits[0]
-            blocks.append(block)
+            blocks.append(mark(block))
     return blocks
 
 
@@ -264,6 +269,20 @@ def test_extractor_reads_rst_and_markdown():
           ":caption: c\ny = 2\n```\n")
     found = [(b.line, b.code) for b in markdown_blocks(md, "x.md")]
     assert found == [(4, "x = 1"), (13, "y = 2")]
+
+
+def test_markers_and_chains():
+    md = ("```python\n# excerpt: runnable in examples/x.py\nf()\n```\n"
+          "```python\n# needs: face data\n# slow: 20 s\na = 1\n```\n"
+          "```python\n# continued from the block above\nb = a\n```\n"
+          "```python\nc = 1  # slow\n```\n")
+    blocks = [mark(b) for b in markdown_blocks(md, "x.md")]
+    assert [sorted(b.markers) for b in blocks] == [
+        ["excerpt"], ["face_data", "slow"], ["continued"], []]
+    assert blocks[0].markers["excerpt"]["path"] == "examples/x.py"
+    assert [[b.line for b in chain] for chain in chains(blocks)] == [[6, 11], [15]]
+    with pytest.raises(ValueError, match="continues no block"):
+        chains(blocks[2:3])
 
 
 def test_excerpts_name_a_runnable_script():
