@@ -17,6 +17,7 @@ import argparse
 import importlib
 import inspect
 import pkgutil
+import re
 import types
 from pathlib import Path
 
@@ -263,11 +264,21 @@ def _option_rst(action):
     if default not in (None, False, argparse.SUPPRESS) and not isinstance(action,
                                                                           argparse._HelpAction):
         details.append(f"default ``{default}``")
-    text = (action.help or "").replace("%(prog)s", "metricfit")
-    text = text.replace("*", r"\*")
+    text = _help_rst((action.help or "").replace("%(prog)s", "metricfit"))
     if details:
         text = (text + " (" if text else "(") + "; ".join(details) + ")"
     return f"{names}\n   {text or 'see the usage line'}\n"
+
+
+def _help_rst(text):
+    """Help text as reST: option names (``--data``) and `quoted` commands become literals, so
+    that smartquotes do not turn ``--`` into an en dash; ``*`` outside literals is escaped."""
+    text = re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", text)
+    parts = re.split(r"(``.+?``)", text)
+    for i in range(0, len(parts), 2):  # the parts outside literals
+        escaped = parts[i].replace("*", r"\*")
+        parts[i] = re.sub(r"(?<![\w-])--[A-Za-z][\w-]*", r"``\g<0>``", escaped)
+    return "".join(parts)
 
 
 def cli_rst():
@@ -281,7 +292,7 @@ def cli_rst():
     for name, (help_text, sub) in subcommands(parser).items():
         out.append(_title(f"metricfit {name}", "-"))
         if help_text:
-            out.append(help_text[0].upper() + help_text[1:] + ".\n")
+            out.append(_help_rst(help_text[0].upper() + help_text[1:]) + ".\n")
         out.append("::\n\n" + _indent(sub.format_usage()) + "\n")
         for action in sub._actions:
             if isinstance(action, argparse._HelpAction):
