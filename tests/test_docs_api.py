@@ -173,9 +173,14 @@ def test_cli_page_documents_every_option(apigen, api_dir):
 
 
 def test_gallery_has_the_required_examples():
-    examples = sorted(p.name for p in (DOCS.parent / "examples").glob("plot_*.py"))
+    gallery = DOCS.parent / "examples"
+    examples = sorted(gallery.glob("*/plot_*.py"))
     assert len(examples) >= 8, examples
+    # the gallery's sections: one folder each, with a README.rst (title + one sentence)
+    assert not list(gallery.glob("*.py")), "examples live in a section folder"
+    for section in (p for p in gallery.iterdir() if p.is_dir() and p.name != "__pycache__"):
+        assert (section / "README.rst").is_file(), section
     for script in examples:
-        text = (DOCS.parent / "examples" / script).read_text()
+        text = script.read_text()
         assert text.startswith('"""\n'), script  # sphinx-gallery needs the title docstring
         assert "plt.show()" in text or "print(" in text, script
