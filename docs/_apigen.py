@@ -218,6 +218,8 @@ def index_rst(sections):
             continue
         out.append(_title(module_name, "-"))
         out.append(f"Page: :doc:`{module_name}`.\n")
+        # the summaries' relative references (:func:`select`) resolve as on the module page
+        out.append(f".. currentmodule:: {module_name}\n")
         out.append(".. autosummary::\n   :nosignatures:\n\n"
                    + "".join(f"   {name}\n" for name in names))
     out.append(".. toctree::\n   :hidden:\n   :maxdepth: 1\n\n"
