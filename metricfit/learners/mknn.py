@@ -69,7 +69,7 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         ``2**-scale_exponent_``.
     scale_exponent_ : int
         0, unless the training embeddings reach beyond ~1e+-77: then e with their largest
-        |entry| times ``2**-e`` in [0.5, 1), so that squared distances neither overflow nor
+        absolute entry times ``2**-e`` in [0.5, 1), so that squared distances neither overflow nor
         underflow (an exact rescaling: the neighbours, hence the scores, are the same).
     neighbors_ : sklearn.neighbors.NearestNeighbors
         Fitted on ``embedding_``.
