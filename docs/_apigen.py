@@ -221,7 +221,7 @@ def index_rst(sections):
         # the summaries' relative references (:func:`select`) resolve as on the module page
         out.append(f".. currentmodule:: {module_name}\n")
         out.append(".. autosummary::\n   :nosignatures:\n\n"
-                   + "".join(f"   {name}\n" for name in names))
+                   + "".join(f"   {_relative(name, module_name)}\n" for name in names))
     out.append(".. toctree::\n   :hidden:\n   :maxdepth: 1\n\n"
                + "".join(f"   {name}\n" for name, _, _ in sections) + "   cli\n")
     return "\n".join(out)
