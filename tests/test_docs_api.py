@@ -66,23 +66,29 @@ def _exports():
 
 def _documented(api_dir):
     """Full names with a description in the generated sources: autosummary entries (resolved
-    against the page's module), ``py:data`` directives and ``automodule`` directives."""
+    against the module in force: the page's ``automodule`` or the last ``currentmodule``
+    before the table, as in the index), ``py:data`` directives and ``automodule`` directives."""
     names = set()
+    directive = re.compile(r"^\.\. (automodule|currentmodule):: (\S+)\n"
+                           r"|^\.\. autosummary::\n((?:   .*\n|\n)+)", re.M)
     for page in api_dir.glob("*.rst"):
         if page.name == "cli.rst":  # the command's page, checked below
             continue
         text = page.read_text()
-        module = re.search(r"^\.\. automodule:: (\S+)", text, re.M)
-        if module:
-            names.add(module.group(1))
         names.update(re.findall(r"^\.\. py:data:: (\S+)", text, re.M))
-        for block in re.findall(r"^\.\. autosummary::\n((?:   .*\n|\n)+)", text, re.M):
-            for line in block.splitlines():
+        module = None
+        for match in directive.finditer(text):
+            if match.group(1):
+                module = match.group(2)
+                if match.group(1) == "automodule":
+                    names.add(module)
+                continue
+            for line in match.group(3).splitlines():
                 entry = line.strip()
                 if not entry or entry.startswith(":"):
                     continue
                 if module and not entry.startswith("metricfit"):
-                    entry = f"{module.group(1)}.{entry}"
+                    entry = f"{module}.{entry}"
                 names.add(entry)
     return names
 
