@@ -2,7 +2,9 @@
 
 Build: ``python -m sphinx -W -b html docs docs/_build/html`` (after ``pip install -e ".[docs]"``).
 The API pages are generated from the package's ``__all__`` lists (``_apigen.py``); the
-examples gallery runs every script in ``../examples`` (sphinx-gallery).
+examples gallery runs every script in the section folders of ``../examples`` (sphinx-gallery).
+Links to NumPy / SciPy / scikit-learn / Dask objects come from ``_offline_links.py`` (no
+intersphinx: the build runs offline).
 """
 
 import os
@@ -38,6 +40,7 @@ extensions = [
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "myst_parser",
+    "_offline_links",  # NumPy / SciPy / scikit-learn / Dask links without objects.inv
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -45,6 +48,9 @@ root_doc = "index"
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "_templates", "Thumbs.db", ".DS_Store", "**/README.md"]
 myst_heading_anchors = 3
+# No "smart" typography: ``--data`` must stay two hyphens (not an en dash) in prose, usage
+# lines and tables, and quotes stay straight, so what a reader copies runs.
+smartquotes = False
 myst_enable_extensions = []
 
 # -- autodoc / autosummary / numpydoc ---------------------------------------------------------
@@ -63,6 +69,9 @@ add_module_names = False
 sphinx_gallery_conf = {
     "examples_dirs": str(HERE.parent / "examples"),
     "gallery_dirs": "auto_examples",
+    # one section per folder of examples/ (each with a README.rst), in this order
+    "subsection_order": ["../examples/linear", "../examples/backend", "../examples/convnet",
+                         "../examples/scale", "*"],
     "filename_pattern": r"/plot_",
     "doc_module": ("metricfit",),
     "backreferences_dir": "api/generated/backreferences",

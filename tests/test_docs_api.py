@@ -66,23 +66,29 @@ def _exports():
 
 def _documented(api_dir):
     """Full names with a description in the generated sources: autosummary entries (resolved
-    against the page's module), ``py:data`` directives and ``automodule`` directives."""
+    against the module in force: the page's ``automodule`` or the last ``currentmodule``
+    before the table, as in the index), ``py:data`` directives and ``automodule`` directives."""
     names = set()
+    directive = re.compile(r"^\.\. (automodule|currentmodule):: (\S+)\n"
+                           r"|^\.\. autosummary::\n((?:   .*\n|\n)+)", re.M)
     for page in api_dir.glob("*.rst"):
         if page.name == "cli.rst":  # the command's page, checked below
             continue
         text = page.read_text()
-        module = re.search(r"^\.\. automodule:: (\S+)", text, re.M)
-        if module:
-            names.add(module.group(1))
         names.update(re.findall(r"^\.\. py:data:: (\S+)", text, re.M))
-        for block in re.findall(r"^\.\. autosummary::\n((?:   .*\n|\n)+)", text, re.M):
-            for line in block.splitlines():
+        module = None
+        for match in directive.finditer(text):
+            if match.group(1):
+                module = match.group(2)
+                if match.group(1) == "automodule":
+                    names.add(module)
+                continue
+            for line in match.group(3).splitlines():
                 entry = line.strip()
                 if not entry or entry.startswith(":"):
                     continue
                 if module and not entry.startswith("metricfit"):
-                    entry = f"{module.group(1)}.{entry}"
+                    entry = f"{module}.{entry}"
                 names.add(entry)
     return names
 
@@ -173,9 +179,14 @@ def test_cli_page_documents_every_option(apigen, api_dir):
 
 
 def test_gallery_has_the_required_examples():
-    examples = sorted(p.name for p in (DOCS.parent / "examples").glob("plot_*.py"))
+    gallery = DOCS.parent / "examples"
+    examples = sorted(gallery.glob("*/plot_*.py"))
     assert len(examples) >= 8, examples
+    # the gallery's sections: one folder each, with a README.rst (title + one sentence)
+    assert not list(gallery.glob("*.py")), "examples live in a section folder"
+    for section in (p for p in gallery.iterdir() if p.is_dir() and p.name != "__pycache__"):
+        assert (section / "README.rst").is_file(), section
     for script in examples:
-        text = (DOCS.parent / "examples" / script).read_text()
+        text = script.read_text()
         assert text.startswith('"""\n'), script  # sphinx-gallery needs the title docstring
         assert "plt.show()" in text or "print(" in text, script

@@ -7,7 +7,7 @@ table reports what seed 002 reports (accuracy at the threshold chosen on validat
 maxDA, EER) and one figure shows the ROC and DET curves. The protocol is ``metricfit
 verify``'s default: disjoint sets of digit images give the training, validation and test
 pairs (the ten classes are shared, the images are not: ten classes are too few for an
-unseen-class protocol; :ref:`sphx_glr_auto_examples_plot_att_faces.py` has unseen people).
+unseen-class protocol; :ref:`sphx_glr_auto_examples_linear_plot_att_faces.py` has unseen people).
 Whitening (WPCA to 32 dimensions) is fitted on the training images only.
 """
 
