@@ -97,5 +97,7 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
-html_sidebars = {"index": [], "changelog": [], "contributing": []}
+# Top-level pages have no section navigation: no left sidebar, so the code has the width.
+html_sidebars = {"index": [], "install": [], "getting_started": [], "data": [], "changelog": [],
+                 "contributing": []}
 html_show_sourcelink = False
