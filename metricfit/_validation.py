@@ -25,6 +25,20 @@ class Interval:
 
     ``closed`` is 'both', 'left', 'right' or 'neither'. NaN and +-inf never satisfy it (an
     unbounded side means any finite number: ``lam=inf`` is no weight a fit can use).
+
+    Examples
+    --------
+    >>> from numbers import Integral, Real
+    >>> from metricfit._validation import Interval
+    >>> positive = Interval(Real, 0, None, closed="neither")
+    >>> print(positive)
+    a finite float in the range (0, inf)
+    >>> [positive.is_satisfied_by(v) for v in (0.5, 0, float("inf"), float("nan"))]
+    [True, False, False, False]
+    >>> Interval(Integral, 1, 16).is_satisfied_by(8), Interval(Integral, 1, 16).is_satisfied_by(8.0)
+    (True, False)
+    >>> Interval(Integral, 0, 1).is_satisfied_by(True)  # a bool is no count
+    False
     """
 
     def __init__(self, kind, left, right, closed="both"):
@@ -61,7 +75,17 @@ def _finite_float(value):
 
 
 class StrOptions:
-    """One of a fixed set of strings."""
+    """One of a fixed set of strings.
+
+    Examples
+    --------
+    >>> from metricfit._validation import StrOptions
+    >>> solver = StrOptions({"sgd", "lbfgs"})
+    >>> print(solver)
+    a str among 'lbfgs', 'sgd'
+    >>> solver.is_satisfied_by("sgd"), solver.is_satisfied_by("adam"), solver.is_satisfied_by(None)
+    (True, False, False)
+    """
 
     def __init__(self, options):
         self.options = set(options)
@@ -147,6 +171,19 @@ class PointOutputMixin:
     ``transform_output``) turns 2-D output into a DataFrame with ``get_feature_names_out()``
     columns (and the input's index for pandas), as scikit-learn's ``PCA`` does. Pair output
     (3-D) has no DataFrame form and stays an ndarray.
+
+    Examples
+    --------
+    :class:`~metricfit.features.SquareRoot` is such a transformer:
+
+    >>> import numpy as np
+    >>> from metricfit.features import SquareRoot
+    >>> X = np.array([[1.0, 4.0], [9.0, 16.0]])
+    >>> df = SquareRoot().set_output(transform="pandas").fit_transform(X)
+    >>> type(df).__name__, list(df.columns), df.to_numpy().tolist()
+    ('DataFrame', ['x0', 'x1'], [[1.0, 2.0], [3.0, 4.0]])
+    >>> SquareRoot().set_output(transform="pandas").fit_transform(X[None]).shape  # pairs
+    (1, 2, 2)
     """
 
     _OUTPUTS = ("default", "pandas", "polars")

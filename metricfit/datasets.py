@@ -62,6 +62,25 @@ class LFWPairs:
         Fold 0..n_folds-1.
     n_folds, n_per_class : int
         Header values: folds, and matched (= mismatched) pairs per fold.
+
+    Examples
+    --------
+    :func:`read_lfw_pairs` on a ``pairs.txt`` of 2 folds of 1 matched and 1 mismatched pair:
+
+    >>> import os, tempfile
+    >>> from metricfit.datasets import read_lfw_pairs
+    >>> text = "2 1\\nAlice 1 2\\nAlice 1 Bob 3\\nCarol 2 4\\nBob 1 Dave 2\\n"
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "pairs.txt")
+    ...     with open(path, "w") as f:
+    ...         _ = f.write(text)
+    ...     pairs = read_lfw_pairs(path)
+    >>> len(pairs), pairs.n_folds, pairs.n_per_class
+    (4, 2, 1)
+    >>> pairs.name2.tolist(), pairs.number2.tolist()
+    (['Alice', 'Bob', 'Carol', 'Dave'], [2, 3, 4, 2])
+    >>> pairs.label.tolist(), pairs.fold.tolist()
+    ([1, 0, 1, 0], [0, 0, 1, 1])
     """
 
     name1: np.ndarray

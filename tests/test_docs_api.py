@@ -6,6 +6,8 @@ independently (a walk over the package's public modules and their ``__all__``).
 """
 
 import argparse
+import doctest
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -190,3 +192,41 @@ def test_gallery_has_the_required_examples():
         text = script.read_text()
         assert text.startswith('"""\n'), script  # sphinx-gallery needs the title docstring
         assert "plt.show()" in text or "print(" in text, script
+
+
+# -- Examples sections and doctests (issue 29 item 7) -------------------------------------------
+
+MIN_DOCTESTS = 60
+
+
+@functools.lru_cache(maxsize=None)
+def _all_modules():
+    """Every module of the package, private ones included (their docstrings run as doctests
+    too: pytest's ``--doctest-modules`` over ``metricfit/``), but no ``__main__``."""
+    names = [info.name for info in pkgutil.walk_packages(metricfit.__path__, "metricfit.")
+             if not info.name.endswith("__main__")]
+    return (metricfit,) + tuple(importlib.import_module(name) for name in names)
+
+
+def test_every_public_class_has_examples():
+    """A class named in any module's ``__all__`` has a numpydoc ``Examples`` section."""
+    classes = {}
+    for module in _all_modules():
+        for name in getattr(module, "__all__", []):
+            obj = getattr(module, name, None)
+            if inspect.isclass(obj) and obj.__module__.startswith("metricfit"):
+                classes.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)
+    assert len(classes) >= 60, sorted(classes)  # the walk found the package's classes
+    missing = [name for name, obj in sorted(classes.items())
+               if not re.search(r"^\s*Examples\n\s*-{8,}$", obj.__doc__ or "", re.M)]
+    assert not missing, f"public classes without an Examples section: {missing}"
+
+
+def test_package_has_enough_doctests():
+    """At least MIN_DOCTESTS docstrings with examples, counted as pytest's doctest collection
+    counts them: one item per docstring holding ``>>>`` examples, of objects defined in the
+    module that holds them."""
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    found = {test.name for module in _all_modules() for test in finder.find(module)
+             if test.examples}
+    assert len(found) >= MIN_DOCTESTS, f"{len(found)} doctests: {sorted(found)}"

@@ -1,9 +1,14 @@
 """Trial lists and score files in the common plain-text formats (Kaldi, BOSARIS, VoxCeleb
 tools), so that metricfit scores can be evaluated by other tools and the other way round.
 
-- trial list: one trial per line, ``enrol test target|nontarget`` (whitespace-separated;
-  ``1`` / ``0`` are read as target / nontarget too);
+- trial list: one trial per line, ``enrol test label`` (whitespace-separated). The label of
+  a target trial is ``target``, ``tgt`` or ``1``; of a non-target trial ``nontarget``,
+  ``non``, ``impostor`` or ``0``; words in any case (``TARGET``, ``NonTarget``).
+  :func:`write_trials` writes ``target`` / ``nontarget`` and takes these words or
+  {-1, +1}, {0, 1} and booleans;
 - score file: ``enrol test score`` per line.
+
+In both, blank lines and lines whose first field starts with ``#`` (comments) are skipped.
 
 Ids are strings naming an enrolment model and a test segment; :func:`score_trials` maps them
 to vectors (or sets of vectors) and scores every trial with a learner.
@@ -29,7 +34,22 @@ def _lines(path, what):
 
 
 def read_trials(path):
-    """``(enrol_ids, test_ids, y)``: string arrays and labels in {-1, +1} (+1 target)."""
+    """``(enrol_ids, test_ids, y)``: string arrays and labels in {-1, +1} (+1 target).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from metricfit.backend import read_trials
+    >>> lines = ["# enrol test label", "spk1 utt1 target", "spk1 utt2 nontarget",
+    ...          "spk2 utt3 1", "spk2 utt1 IMPOSTOR"]
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "trials.txt")
+    ...     with open(path, "w") as f:
+    ...         _ = f.write("\\n".join(lines) + "\\n")
+    ...     enrol, test, y = read_trials(path)
+    >>> enrol.tolist(), test.tolist(), y.tolist()
+    (['spk1', 'spk1', 'spk2', 'spk2'], ['utt1', 'utt2', 'utt3', 'utt1'], [1, -1, 1, -1])
+    """
     enrol, test, y = [], [], []
     for number, fields in _lines(path, "a trial list ('enrol test target|nontarget' lines)"):
         if len(fields) != 3 or fields[2].lower() not in _TARGET:
@@ -78,6 +98,22 @@ def write_trials(path, enrol_ids, test_ids, y):
     :func:`read_trials` reads (``target`` / ``nontarget``, any case). Other labels, and ids
     that would not be read back (empty, with whitespace, starting with '#'), raise
     ValueError before anything is written.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from metricfit.backend import read_trials, write_trials
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "trials.txt")
+    ...     write_trials(path, ["spk1", "spk1", "spk2"], ["utt1", "utt2", "utt3"], [1, 0, 1])
+    ...     with open(path) as f:
+    ...         print(f.read(), end="")
+    ...     write_trials(path, ["spk1", "spk2"], ["utt1", "utt3"], ["TGT", "impostor"])
+    ...     print(read_trials(path)[2])
+    spk1 utt1 target
+    spk1 utt2 nontarget
+    spk2 utt3 target
+    [ 1 -1]
     """
     if not len(enrol_ids) == len(test_ids) == len(y):
         raise ValueError("enrol_ids, test_ids and y must have the same length.")
@@ -89,7 +125,23 @@ def write_trials(path, enrol_ids, test_ids, y):
 
 
 def write_scores(path, enrol_ids, test_ids, scores):
-    """Write ``enrol test score`` lines (scores with full float64 precision)."""
+    """Write ``enrol test score`` lines (scores with full float64 precision).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from metricfit.backend import read_scores, write_scores
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "scores.txt")
+    ...     write_scores(path, ["spk1", "spk2"], ["utt1", "utt3"], [0.5, 1 / 3])
+    ...     with open(path) as f:
+    ...         print(f.read(), end="")
+    ...     scores = read_scores(path)[2]
+    spk1 utt1 0.5
+    spk2 utt3 0.3333333333333333
+    >>> bool(scores[1] == 1 / 3)  # read back to the last bit
+    True
+    """
     scores = np.asarray(scores, dtype=np.float64)
     if not len(enrol_ids) == len(test_ids) == scores.size:
         raise ValueError("enrol_ids, test_ids and scores must have the same length.")
@@ -102,7 +154,20 @@ def write_scores(path, enrol_ids, test_ids, scores):
 
 
 def read_scores(path):
-    """``(enrol_ids, test_ids, scores)`` from ``enrol test score`` lines."""
+    """``(enrol_ids, test_ids, scores)`` from ``enrol test score`` lines.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from metricfit.backend import read_scores
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "scores.txt")
+    ...     with open(path, "w") as f:
+    ...         _ = f.write("spk1 utt1 2.5\\nspk2 utt3 -1e-3\\n")
+    ...     enrol, test, scores = read_scores(path)
+    >>> enrol.tolist(), test.tolist(), scores.tolist()
+    (['spk1', 'spk2'], ['utt1', 'utt3'], [2.5, -0.001])
+    """
     enrol, test, scores = [], [], []
     for number, fields in _lines(path, "a score file ('enrol test score' lines)"):
         try:
@@ -122,8 +187,51 @@ def read_scores(path):
 
 def score_trials(learner, enrol_ids, test_ids, enrolments, segments, method=None):
     """Score trials given by ids: ``enrolments[id]`` the vectors (n, d) enrolling a model,
-    ``segments[id]`` the test vector(s); N-vs-M by :func:`score_sets`. An id missing from
-    its dictionary is a ValueError naming it."""
+    ``segments[id]`` the test vector(s); N-vs-M by :func:`score_sets`.
+
+    Parameters
+    ----------
+    learner : fitted learner or Pipeline ending in one
+        As :func:`score_sets` takes it.
+    enrol_ids, test_ids : sequence of str of length n_trials
+        The ids of each trial, e.g. the first two arrays of :func:`read_trials`.
+    enrolments : dict
+        Enrolment id -> array-like of shape (n_i, d): the vectors enrolling that model (a
+        1-D row is one vector).
+    segments : dict
+        Test id -> array-like of shape (d,) or (m_j, d): the test vector, or the set of them.
+    method : str or None, default=None
+        One of :data:`metricfit.backend.enrolment.METHODS`; None: 'plda' for a PLDA
+        learner, else 'mean-embedding' (see :func:`score_sets`).
+
+    Returns
+    -------
+    scores : ndarray of shape (n_trials,)
+        The score of each trial, higher = more likely a target.
+
+    Raises
+    ------
+    ValueError
+        When an id is missing from its dictionary (naming the first ones), and as
+        :func:`score_sets` raises. Ids are compared as strings.
+
+    Examples
+    --------
+    A cosine scorer; ``spk1`` enrolled from two vectors, ``utt3`` a set of two:
+
+    >>> import numpy as np
+    >>> from metricfit.backend import score_trials
+    >>> from metricfit.learners import CosineSimilarity
+    >>> pairs = np.array([[[1.0, 0.0], [1.0, 0.1]], [[1.0, 0.0], [-1.0, 0.2]]])
+    >>> learner = CosineSimilarity().fit(pairs, [1, -1])
+    >>> enrolments = {"spk1": [[1.0, 0.0], [1.0, 0.2]], "spk2": [[0.0, 1.0]]}
+    >>> segments = {"utt1": [1.0, 0.1], "utt2": [-1.0, 0.5], "utt3": [[0.1, 1.0], [0.0, 2.0]]}
+    >>> enrol, test = ["spk1", "spk1", "spk2", "spk2"], ["utt1", "utt2", "utt3", "utt1"]
+    >>> np.round(score_trials(learner, enrol, test, enrolments, segments), 3)
+    array([ 1.   , -0.846,  0.999,  0.1  ])
+    >>> np.round(score_trials(learner, enrol, test, enrolments, segments, "max-score"), 3)
+    array([ 0.995, -0.789,  1.   ,  0.1  ])
+    """
     for ids, table, what in ((enrol_ids, enrolments, "enrolment"), (test_ids, segments, "test")):
         unknown = sorted({str(i) for i in ids} - {str(k) for k in table})
         if unknown:

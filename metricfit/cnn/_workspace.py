@@ -19,7 +19,23 @@ __all__ = ["Workspace", "empty", "zeros"]
 
 
 class Workspace:
-    """Arrays by ``(owner, role, shape, dtype)``: the one handed out last time, or a new one."""
+    """Arrays by ``(owner, role, shape, dtype)``: the one handed out last time, or a new one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.cnn._workspace import Workspace
+    >>> ws = Workspace()
+    >>> Y = ws.get("C1", "Y", (2, 3), np.float64)
+    >>> ws.get("C1", "Y", (2, 3), np.float64) is Y  # the same step shape: reused
+    True
+    >>> ws.get("C1", "Y", (3, 3), np.float64) is Y  # another shape: a new array
+    False
+    >>> grid = ws.get("C1", "grid", (3,), np.float32, zeroed=True)
+    >>> grid[0] = 5.0  # the next caller gets it as this one left it
+    >>> ws.get("C1", "grid", (3,), np.float32, zeroed=True)
+    array([5., 0., 0.], dtype=float32)
+    """
 
     def __init__(self):
         self._arrays = {}

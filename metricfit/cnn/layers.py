@@ -103,7 +103,33 @@ def _uniform(rng, fan_in, shape):
 class Conv2D:
     """Valid stride-1 convolution layer with a connection table (seed 000 C1, C3), with the
     tanh that follows it fused in when ``squash`` (``Y = tanh(conv + b)``; the backward pass
-    then takes dL/dY of the squashed output)."""
+    then takes dL/dY of the squashed output).
+
+    Examples
+    --------
+    One 3x3 image, one 2x2 kernel: each output is the sum of the kernel times a window, plus
+    the bias; the gradient of ``sum(Y)`` in W is the sum of the windows, in b the number of
+    outputs.
+
+    >>> import numpy as np
+    >>> from metricfit.cnn.layers import Conv2D, lenet_table
+    >>> layer = Conv2D(n_in=1, n_out=1, kernel=(2, 2))
+    >>> params = {"W": np.array([[[[1.0, 2.0], [3.0, 4.0]]]]), "b": np.array([0.5])}
+    >>> X = np.arange(9.0).reshape(1, 1, 3, 3)  # (n_images, n_maps, H, W)
+    >>> Y, cache = layer.forward(params, X)
+    >>> Y
+    array([[[[27.5, 37.5],
+             [57.5, 67.5]]]])
+    >>> dX, grads = layer.backward(params, cache, np.ones_like(Y))
+    >>> grads["W"][0, 0], grads["b"]
+    (array([[ 8., 12.],
+           [20., 24.]]), array([4.]))
+
+    LeNet-5's C3 (6 -> 16 maps, 5x5 kernels, its connection table) has 1,516 parameters:
+
+    >>> Conv2D(6, 16, (5, 5), table=lenet_table(6, 16)).n_trainable
+    1516
+    """
 
     def __init__(self, n_in, n_out, kernel, table=None, squash=False):
         self.n_in, self.n_out, self.kernel = int(n_in), int(n_out), tuple(kernel)
@@ -151,7 +177,21 @@ class Conv2D:
 
 class Subsample:
     """LeNet trainable subsampling: per map, ``coef * window mean + bias`` (seed 000 S2, S4),
-    with the tanh that follows it fused in when ``squash`` (as :class:`Conv2D`)."""
+    with the tanh that follows it fused in when ``squash`` (as :class:`Conv2D`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.cnn.layers import Subsample
+    >>> layer = Subsample(n_maps=1, window=(2, 2))
+    >>> params = {"coef": np.array([2.0]), "bias": np.array([1.0])}
+    >>> Y, cache = layer.forward(params, np.arange(16.0).reshape(1, 1, 4, 4))
+    >>> Y  # 2 * (mean of each 2x2 window) + 1
+    array([[[[ 6., 10.],
+             [22., 26.]]]])
+    >>> layer.n_trainable, layer.output_shape((1, 5, 5))  # odd remainders are dropped
+    (2, (1, 2, 2))
+    """
 
     def __init__(self, n_maps, window, squash=False):
         self.n_maps, self.window = int(n_maps), tuple(window)
@@ -190,7 +230,22 @@ class Subsample:
 
 
 class Dense:
-    """Fully connected layer ``Y = X W^T + b`` on flattened inputs (seed 000 C5 on 1x1, F6)."""
+    """Fully connected layer ``Y = X W^T + b`` on flattened inputs (seed 000 C5 on 1x1, F6).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.cnn.layers import Dense
+    >>> layer = Dense(n_in=4, n_out=2)
+    >>> params = {"W": np.array([[1.0, 0, 0, 0], [0.5, 0.5, 0.5, 0.5]]), "b": np.array([0.0, 1.0])}
+    >>> X = np.array([[[[0.0, 1.0], [3.0, 4.0]]]])  # one 1x2x2 input, flattened to 4
+    >>> Y, cache = layer.forward(params, X)
+    >>> Y, layer.n_trainable
+    (array([[0., 5.]]), 10)
+    >>> dX, grads = layer.backward(params, cache, np.ones_like(Y))
+    >>> dX.shape, grads["W"].tolist()
+    ((1, 1, 2, 2), [[0.0, 1.0, 3.0, 4.0], [0.0, 1.0, 3.0, 4.0]])
+    """
 
     def __init__(self, n_in, n_out):
         self.n_in, self.n_out = int(n_in), int(n_out)
@@ -221,7 +276,20 @@ class Dense:
 class Tanh:
     """Squashing ``Y = tanh(X)``, element-wise; no parameters. The passes are those of the
     ``Tanh`` and ``MLP`` mappings (:func:`._tanh.tanh_forward` / ``tanh_backward``: one
-    implementation of the dense layers' tanh)."""
+    implementation of the dense layers' tanh).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.cnn.layers import Tanh
+    >>> X = np.array([[-1.0, 0.0, 2.0]])
+    >>> Y, cache = Tanh().forward({}, X)
+    >>> np.round(Y, 4), bool(np.allclose(Y, np.tanh(X)))
+    (array([[-0.7616,  0.    ,  0.964 ]]), True)
+    >>> dX, grads = Tanh().backward({}, cache, np.ones_like(Y))
+    >>> bool(np.allclose(dX, 1 - np.tanh(X) ** 2)), grads
+    (True, {})
+    """
 
     shapes = {}
     n_trainable = 0

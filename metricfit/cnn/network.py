@@ -42,7 +42,19 @@ S4_GRID = 5
 
 @dataclass(frozen=True)
 class NetworkSpec:
-    """Sizes of C1-S2-C3-S4-C5-F6 (all tuples are (height, width))."""
+    """Sizes of C1-S2-C3-S4-C5-F6 (all tuples are (height, width)).
+
+    Examples
+    --------
+    :func:`network_spec` sizes the layers for an input; 8x8 digits get the small kernels:
+
+    >>> from metricfit.cnn import NetworkSpec, network_spec
+    >>> spec = network_spec((8, 8), n_maps=(2, 3, 4), n_outputs=2)
+    >>> spec.c1_kernel, spec.c3_kernel, spec.s4_window
+    ((3, 3), (2, 2), (1, 1))
+    >>> spec.to_dict()["n_maps"], NetworkSpec.from_dict(spec.to_dict()) == spec
+    ([2, 3, 4], True)
+    """
 
     input_shape: tuple
     n_maps: tuple  # (C1, C3, C5)

@@ -79,6 +79,21 @@ class HOG(_ImageDescriptor):
         ``(H // c_h - b_h + 1) (W // c_w - b_w + 1) b_h b_w orientations``: 864 for 62x47.
     config_ : dict
         The checked parameters ``transform`` uses (fixed at ``fit``).
+
+    Examples
+    --------
+    Three 20x16 images in 4x4-pixel cells: 5 x 4 cells, 4 x 3 blocks of 2 x 2 cells, 9 bins;
+    every block is L2-normalised (L2-Hys):
+
+    >>> import numpy as np
+    >>> from metricfit.features import HOG
+    >>> images = np.random.default_rng(0).integers(0, 256, size=(3, 20, 16)).astype(float)
+    >>> hog = HOG(pixels_per_cell=(4, 4)).fit(images)
+    >>> H = hog.transform(images)
+    >>> H.shape, hog.n_features_out_ == 4 * 3 * 2 * 2 * 9
+    ((3, 432), True)
+    >>> bool(np.allclose(np.linalg.norm(H.reshape(3, 12, 36), axis=2), 1))
+    True
     """
 
     _parameter_constraints = {
@@ -138,6 +153,20 @@ class DenseSIFT(_ImageDescriptor):
         ``128 sum_s n_rows(s) n_cols(s)`` with ``n = (L - 4b) // step + 1`` per axis: 4,352 for
         62x47 (6x4 + 4x2 + 2x1 patches).
     config_ : dict
+
+    Examples
+    --------
+    Bin sizes 2 and 3 (patches of 8 and 12 pixels, steps 4 and 6) on 20x16 images: 4 x 3 +
+    2 x 1 = 14 patches of 128 values, each descriptor of unit length:
+
+    >>> import numpy as np
+    >>> from metricfit.features import DenseSIFT
+    >>> images = np.random.default_rng(0).integers(0, 256, size=(3, 20, 16)).astype(float)
+    >>> D = DenseSIFT(bin_sizes=(2, 3)).fit_transform(images)
+    >>> D.shape
+    (3, 1792)
+    >>> bool(np.allclose(np.linalg.norm(D.reshape(3, 14, 128), axis=2), 1))
+    True
     """
 
     _parameter_constraints = {
@@ -208,6 +237,20 @@ class Gabor(_ImageDescriptor):
         ``n_scales n_orientations n(H, b_h) n(W, b_w)``: 40 x 6 x 5 = 1,200 for 62x47.
     frequencies_ : ndarray of shape (n_scales,)
     config_ : dict
+
+    Examples
+    --------
+    2 scales x 4 orientations on 20x16 images in 10x8 blocks: 8 maps x 2 x 2 blocks. The
+    kernels have no DC, so a constant image gives zeros:
+
+    >>> import numpy as np
+    >>> from metricfit.features import Gabor
+    >>> images = np.random.default_rng(0).integers(0, 256, size=(3, 20, 16)).astype(float)
+    >>> gabor = Gabor(n_scales=2, n_orientations=4, block_size=(10, 8)).fit(images)
+    >>> gabor.transform(images).shape, np.round(gabor.frequencies_, 4)
+    ((3, 32), array([0.25  , 0.1768]))
+    >>> bool(np.allclose(gabor.transform(np.full((1, 20, 16), 7.0)), 0))
+    True
     """
 
     _parameter_constraints = {

@@ -136,6 +136,23 @@ class LBP(_BlockLBP):
     a smaller one is dropped (62 rows of 10-row blocks: 6 blocks, the last 2 rows dropped; 47
     columns: 5 blocks, the last 7 columns wide). Every histogram sums to 1, partial ones too.
     Codes of the outer ``ceil(R)`` rows and columns use zeros outside the image.
+
+    Examples
+    --------
+    20x16 images in 10x8 blocks: 2 x 2 histograms of 59 bins, each summing to 1; pairs of
+    images give pairs of descriptors:
+
+    >>> import numpy as np
+    >>> from metricfit.features import LBP
+    >>> images = np.random.default_rng(0).integers(0, 256, size=(3, 20, 16)).astype(float)
+    >>> lbp = LBP(block_size=(10, 8)).fit(images)
+    >>> Z = lbp.transform(images)
+    >>> Z.shape, Z.reshape(3, 4, 59).sum(axis=2).round(12).tolist()
+    ((3, 236), [[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]])
+    >>> lbp.transform(images[None, :2]).shape  # one pair of images
+    (1, 2, 236)
+    >>> LBP(block_size=(5, 5), radius=(1, 2)).fit(images).n_features_out_  # 4 x 3 x 59 x 2
+    1416
     """
 
     _parameter_constraints = {
@@ -202,6 +219,26 @@ class OCLBP(_BlockLBP):
     windows_ : list of tuple
         ``(block_h, block_w, step_h, step_w, radius, n_points)`` of each configuration, as
         ``transform`` uses them (fixed at ``fit``).
+
+    Examples
+    --------
+    Two configurations on 20x16 images: 10x8 windows moved by 5 and 4 pixels (3 x 3
+    windows) and 12x12 windows moved by 6 (3 x 2), 59 bins each:
+
+    >>> import numpy as np
+    >>> from metricfit.features import LBP, OCLBP
+    >>> images = np.random.default_rng(0).integers(0, 256, size=(3, 20, 16)).astype(float)
+    >>> oclbp = OCLBP(configs=((10, 8, 1), (12, 12, 2))).fit(images)
+    >>> oclbp.windows_
+    [(10, 8, 5, 4, 1.0, 8), (12, 12, 6, 6, 2.0, 8)]
+    >>> oclbp.transform(images).shape  # (3 x 3 + 3 x 2) x 59
+    (3, 885)
+
+    Without overlap, one configuration is :class:`LBP`:
+
+    >>> flat = OCLBP(configs=((10, 8, 1),), overlap=0).fit_transform(images)
+    >>> bool(np.allclose(flat, LBP(block_size=(10, 8)).fit_transform(images)))
+    True
     """
 
     _parameter_constraints = {

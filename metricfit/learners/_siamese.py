@@ -55,6 +55,28 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
     """Base of the learners built on one mapping, one pair loss and one optimizer.
 
     Subclasses name their loss through ``_loss_spec() -> (name or module, params)``.
+
+    Examples
+    --------
+    A preset is a subclass naming its loss (as :class:`~metricfit.learners.TSML` does); it
+    learns what :class:`Siamese` learns with that loss:
+
+    >>> import numpy as np
+    >>> from metricfit.learners import Siamese
+    >>> from metricfit.learners._siamese import SiameseLearner
+    >>> class Contrastive(SiameseLearner):
+    ...     def _loss_spec(self):
+    ...         return "contrastive", {"margin": 2.0}
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2, 5))
+    >>> X[:20, 1] = X[:20, 0] + 0.1 * rng.normal(size=(20, 5))
+    >>> y = np.r_[np.ones(20), -np.ones(20)]
+    >>> preset = Contrastive(n_components=2).fit(X, y)
+    >>> same = Siamese(loss="contrastive", loss_params={"margin": 2.0}, n_components=2)
+    >>> bool(np.allclose(preset.transform(X[:, 0]), same.fit(X, y).transform(X[:, 0])))
+    True
+    >>> preset.components_.shape, preset._score_kind, preset.score(X, y)
+    ((2, 5), 'distance', 1.0)
     """
 
     _parameter_constraints = {

@@ -211,6 +211,30 @@ class ScoreFusion(PairClassifierMixin, BaseEstimator):
         The coding of the pair labels given to ``fit`` ({-1, +1}, {0, 1} or {False, True});
         ``predict`` answers in it.
     n_estimators_ : int
+
+    Examples
+    --------
+    Two descriptors of the same pairs (features 0-2 and 3-5 of one array); a cosine scorer
+    fitted on each with the first 20 pairs, their fusion on the next 20, all three tested
+    on the last 20:
+
+    >>> import numpy as np
+    >>> from metricfit.learners import CosineSimilarity, ScoreFusion
+    >>> rng = np.random.default_rng(0)
+    >>> pairs = rng.normal(size=(60, 2, 6))
+    >>> pairs[::2, 1] = pairs[::2, 0] + rng.normal(size=(30, 6))  # even pairs: similar
+    >>> y = np.tile([1, -1], 30)
+    >>> train, val, test = slice(0, 20), slice(20, 40), slice(40, 60)
+    >>> first = CosineSimilarity().fit(pairs[train, :, :3], y[train])
+    >>> second = CosineSimilarity().fit(pairs[train, :, 3:], y[train])
+    >>> fusion = ScoreFusion([("first", first, slice(0, 3)), ("second", second, slice(3, 6))])
+    >>> fusion = fusion.fit(pairs[val], y[val])
+    >>> fusion.n_estimators_, bool(np.all(fusion.coef_ > 0))  # both scores count
+    (2, True)
+    >>> first.score(pairs[test, :, :3], y[test]), second.score(pairs[test, :, 3:], y[test])
+    (0.8, 0.9)
+    >>> fusion.score(pairs[test], y[test])
+    0.95
     """
 
     _pair_input = "scores"

@@ -115,6 +115,28 @@ class IndexPairObjective(PreparedObjective):
     -----
     Batch protocol: ``batch(A, indices)`` runs the same passes on the pairs ``indices`` and
     only the points they use, so a mini-batch costs O(batch k d), not O(n_points k d).
+
+    Examples
+    --------
+    The losses' ``index_objective`` builds one (here TSML's); it equals the objective on the
+    gathered pairs of vectors:
+
+    >>> import numpy as np
+    >>> from metricfit.losses import tsml
+    >>> rng = np.random.default_rng(0)
+    >>> points = rng.normal(size=(6, 4))
+    >>> index = np.array([[0, 1], [2, 3], [4, 5], [0, 5], [1, 2], [3, 4]])
+    >>> s = np.array([1, 1, 1, -1, -1, -1])
+    >>> f = tsml.index_objective(points, index, s, lam=0.1)
+    >>> type(f).__name__
+    'IndexPairObjective'
+    >>> vectors = tsml.objective(points[index[:, 0]], points[index[:, 1]], s, lam=0.1)
+    >>> A = rng.normal(size=(2, 4))
+    >>> (J, G), (J_vec, G_vec) = f(A), vectors(A)
+    >>> bool(np.isclose(J, J_vec) and np.allclose(G, G_vec))
+    True
+    >>> bool(np.allclose(f.batch(A, [1, 4])[1], vectors.batch(A, [1, 4])[1]))
+    True
     """
 
     def __init__(self, points, index, s, kernel, kernel_args=(), lam=0.0, A0=None,

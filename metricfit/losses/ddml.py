@@ -209,6 +209,33 @@ class DDMLObjective(PreparedObjective):
 
     Per call: ``P = D A^T`` and ``P_w^T D`` (two n x d x k GEMMs) with the fused kernel in
     between. ``batch`` uses the generic composition with the embedding kernel (T, tau bound).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X1, X2 = rng.normal(size=(2, 20, 4))  # 20 pairs of 4-d vectors
+    >>> s = np.repeat([1, -1], 10)
+    >>> A = rng.normal(size=(2, 4))
+    >>> from metricfit.losses import ddml
+    >>> f = ddml.DDMLObjective(X1, X2, s, lam=0.1, T=10.0, tau=1.0)
+    >>> J, G = f(A)
+    >>> def central(f, A, h=1e-6):  # central differences of J, entry by entry
+    ...     E = h * np.eye(A.size).reshape((A.size,) + A.shape)
+    ...     return np.array([f(A + e)[0] - f(A - e)[0] for e in E]).reshape(A.shape) / (2 * h)
+    >>> bool(np.allclose(G, central(f, A), atol=1e-6))
+    True
+    >>> bool(np.allclose(G, ddml.cost_grad(A, X1, X2, s, lam=0.1)[1]))
+    True
+    >>> J_all, G_all = f.batch(A, np.arange(20))  # the generic composition, every pair
+    >>> bool(np.isclose(J_all, J) and np.allclose(G_all, G))
+    True
+
+    At ``A = 0``, ``z = 0`` for a similar pair and 2 for a dissimilar one (eq. 6):
+
+    >>> J0 = f(np.zeros((2, 4)))[0]
+    >>> bool(np.isclose(J0, (np.log(2) + np.log1p(np.exp(20))) / 40))
+    True
     """
 
     def __init__(self, X1, X2, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_SIZE,

@@ -265,6 +265,30 @@ class LDMLObjective:
     ``g`` is ``[dJ/dM ravelled, dJ/db]`` in the data dtype. The batch protocol: ``n_pairs``,
     ``labels`` (n_pairs,) in {-1, +1} and ``batch(theta, indices) -> (J, g)``, the same
     objective (mean cost plus regulariser) over the pairs ``indices`` only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.losses import ldml
+    >>> rng = np.random.default_rng(0)
+    >>> X1, X2 = rng.normal(size=(2, 20, 4))
+    >>> s = np.repeat([1, -1], 10)
+    >>> f = ldml.LDMLObjective(X1, X2, s, lam=0.1)
+    >>> theta = rng.normal(size=f.n_params)  # [M.ravel(), b]: 4 x 4 + 1
+    >>> J, g = f(theta)
+    >>> def central(f, x, h=1e-6):  # central differences of J, entry by entry
+    ...     E = h * np.eye(x.size).reshape((x.size,) + x.shape)
+    ...     return np.array([f(x + e)[0] - f(x - e)[0] for e in E]).reshape(x.shape) / (2 * h)
+    >>> bool(np.allclose(g, central(f, theta), atol=1e-6))
+    True
+    >>> M, b = ldml.unpack(theta, 4)
+    >>> bool(np.allclose(g[-1], ldml.cost_grad(M, b, X1, X2, s, lam=0.1)[2]))
+    True
+
+    At ``M = 0``, ``b = 0`` every pair is similar with probability 1/2, so ``J = ln 2``:
+
+    >>> bool(np.isclose(f(np.zeros(17))[0], np.log(2)))
+    True
     """
 
     def __init__(self, X1, X2, s, lam=0.0, chunk_size=CHUNK_SIZE):
@@ -331,6 +355,26 @@ class LDMLIndexObjective(LDMLObjective):
     scatter of ``w_i delta_i`` (:mod:`metricfit.losses._index`): O(n_points d^2 + n_pairs d)
     instead of O(n_pairs d^2). Same cost and gradient as :class:`LDMLObjective` on the pairs
     ``(points[index[:, 0]], points[index[:, 1]])``; same batch protocol.
+
+    Examples
+    --------
+    Six pairs over six points give the cost and gradient of the pairs of vectors:
+
+    >>> import numpy as np
+    >>> from metricfit.losses import ldml
+    >>> rng = np.random.default_rng(0)
+    >>> points = rng.normal(size=(6, 4))
+    >>> index = np.array([[0, 1], [2, 3], [4, 5], [0, 5], [1, 2], [3, 4]])
+    >>> s = np.array([1, 1, 1, -1, -1, -1])
+    >>> f = ldml.LDMLIndexObjective(points, index, s, lam=0.1)
+    >>> vectors = ldml.LDMLObjective(points[index[:, 0]], points[index[:, 1]], s, lam=0.1)
+    >>> theta = rng.normal(size=f.n_params)
+    >>> (J, g), (J_vec, g_vec) = f(theta), vectors(theta)
+    >>> bool(np.isclose(J, J_vec) and np.allclose(g, g_vec))
+    True
+    >>> J_batch, g_batch = f.batch(theta, [0, 3])  # a mini-batch of pairs 0 and 3
+    >>> bool(np.allclose(g_batch, vectors.batch(theta, [0, 3])[1]))
+    True
     """
 
     def __init__(self, points, index, s, lam=0.0, chunk_size=CHUNK_SIZE):

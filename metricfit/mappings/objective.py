@@ -112,6 +112,34 @@ class MappedObjective:
     data dtype. The loss returns gradients of its mean over a chunk of m pairs; each chunk's
     contribution is rescaled by m / n, so the result is the mean over all n pairs whatever
     the chunking. Batch protocol: ``n_pairs``, ``labels``, ``batch(theta, indices)``.
+
+    Examples
+    --------
+    The TSML loss through a tanh layer (seed 004's TSML-Nonlin); the gradient agrees with
+    central differences:
+
+    >>> import numpy as np
+    >>> from metricfit.losses import tsml
+    >>> from metricfit.mappings import Linear, MappedObjective, Tanh
+    >>> rng = np.random.default_rng(0)
+    >>> X1, X2 = rng.normal(size=(2, 20, 4))  # 20 pairs of 4-d vectors
+    >>> s = np.repeat([1, -1], 10)
+    >>> mapping = Tanh(4, 2)
+    >>> f = MappedObjective(tsml.embedding_cost_grad, mapping, X1, X2, s, lam=0.1)
+    >>> theta = mapping.init(random_state=0)  # W (2, 4) and h (2,), flat
+    >>> J, G = f(theta)
+    >>> def central(f, x, h=1e-6):  # central differences of J, entry by entry
+    ...     E = h * np.eye(x.size)
+    ...     return np.array([f(x + e)[0] - f(x - e)[0] for e in E]) / (2 * h)
+    >>> theta.shape, bool(np.allclose(G, central(f, theta), atol=1e-6))
+    ((10,), True)
+
+    Through a :class:`~metricfit.mappings.Linear` map it is the loss's own objective:
+
+    >>> A = rng.normal(size=(2, 4))
+    >>> linear = MappedObjective(tsml.embedding_cost_grad, Linear(4, 2), X1, X2, s, lam=0.1)
+    >>> bool(np.allclose(linear(A)[1], tsml.objective(X1, X2, s, lam=0.1)(A)[1]))
+    True
     """
 
     def __init__(self, embedding_cost_grad, mapping, X1, X2, s, lam=0.0, theta0=None,
@@ -226,6 +254,27 @@ class IndexMappedObjective(MappedObjective):
     the points plus O(k) per pair, instead of two forwards and two backwards per pair. Same
     cost and gradient as :class:`MappedObjective` on ``(points[index[:, 0]],
     points[index[:, 1]])``; same batch protocol.
+
+    Examples
+    --------
+    The contrastive loss through an MLP, six index pairs over six points:
+
+    >>> import numpy as np
+    >>> from metricfit.losses import contrastive
+    >>> from metricfit.mappings import MLP
+    >>> from metricfit.mappings.objective import IndexMappedObjective, MappedObjective
+    >>> rng = np.random.default_rng(0)
+    >>> points = rng.normal(size=(6, 4))
+    >>> index = np.array([[0, 1], [2, 3], [4, 5], [0, 5], [1, 2], [3, 4]])
+    >>> s = np.array([1, 1, 1, -1, -1, -1])
+    >>> mlp = MLP(4, 3, 2)
+    >>> loss = contrastive.embedding_cost_grad
+    >>> f = IndexMappedObjective(loss, mlp, points, index, s)
+    >>> vectors = MappedObjective(loss, mlp, points[index[:, 0]], points[index[:, 1]], s)
+    >>> theta = mlp.init(random_state=0)
+    >>> (J, G), (J_vec, G_vec) = f(theta), vectors(theta)
+    >>> bool(np.isclose(J, J_vec) and np.allclose(G, G_vec))
+    True
     """
 
     def __init__(self, embedding_cost_grad, mapping, points, index, s, lam=0.0, theta0=None,

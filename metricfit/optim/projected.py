@@ -166,7 +166,19 @@ class ScaledObjective:
     """``f(x') = fun(scale * x')`` with gradient ``scale * G``: a diagonal change of variables
     ``x = scale * x'`` (a preconditioner; the minimisers correspond, and a set invariant under
     the scaling, e.g. the PSD or the diagonal matrices under ``M -> S M S``, maps onto
-    itself). Keeps the batch protocol (``n_pairs``, ``labels``, ``batch``) if ``fun`` has it."""
+    itself). Keeps the batch protocol (``n_pairs``, ``labels``, ``batch``) if ``fun`` has it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.optim.projected import ScaledObjective
+    >>> def half_square(x):  # J = |x|^2 / 2, G = x
+    ...     return 0.5 * float(x @ x), x
+    >>> f = ScaledObjective(half_square, [1.0, 10.0])
+    >>> J, G = f(np.array([1.0, 1.0]))  # at x = (1, 10): J = 101 / 2, G = (1, 10) * scale
+    >>> J, G
+    (50.5, array([  1., 100.]))
+    """
 
     def __init__(self, fun, scale):
         self.fun, self.scale = fun, np.asarray(scale, dtype=np.float64)

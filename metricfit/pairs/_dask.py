@@ -84,6 +84,32 @@ class DaskPasses:
     dtype : the data dtype
     chunk_size : int
         Pairs per pair_block call inside a task (bounds its temporaries).
+
+    Examples
+    --------
+    The passes of the :class:`~metricfit.pairs.index.SerialPasses` example, with the points
+    in two Dask chunks, on the synchronous scheduler: the same sums.
+
+    >>> import numpy as np
+    >>> points = np.arange(8.0).reshape(4, 2)
+    >>> index = np.array([[0, 1], [2, 3], [0, 3]])  # 3 pairs over 4 points
+    >>> s = np.array([1.0, 1.0, -1.0])
+    >>> def embed(X_block, A):  # pass 1: the linear map
+    ...     return X_block @ A.T
+    >>> def half_sq(E, index, s, R):  # pass 2: J_i = |a_i - b_i|^2 / 2
+    ...     diff = E[index[:, 0]] - E[index[:, 1]]
+    ...     np.add.at(R, index[:, 0], diff)  # dJ_i/da_i onto point p_i
+    ...     np.add.at(R, index[:, 1], -diff)  # dJ_i/db_i onto point q_i
+    ...     return (0.5 * np.sum(diff ** 2),)
+    >>> import dask
+    >>> import dask.array as da
+    >>> from metricfit.pairs._dask import DaskPasses
+    >>> with dask.config.set(scheduler="synchronous"):
+    ...     passes = DaskPasses(da.from_array(points, chunks=(2, 2)), index, s, np.float64, 2)
+    ...     totals, G = passes.run(np.eye(2), embed, half_sq, (), width=2)
+    >>> passes.points.chunks, totals, G
+    (((2, 2), (2,)), array([44.]), array([[44., 44.],
+           [44., 44.]]))
     """
 
     def __init__(self, points, index, s, dtype, chunk_size):

@@ -202,6 +202,20 @@ class NormalisedRows:
 
     ``normalize=True`` for points that must not be loaded: each block read is normalised
     (:func:`metricfit.mappings.l2_normalise` semantics, passed in as ``normalise``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.mappings import l2_normalise
+    >>> from metricfit.pairs.index import NormalisedRows
+    >>> rows = NormalisedRows(np.array([[3.0, 4.0], [0.0, 2.0], [0.0, 0.0]]), l2_normalise)
+    >>> rows.shape, len(rows)
+    ((3, 2), 3)
+    >>> rows[0:2]  # normalised as read; a zero row stays zero
+    array([[0.6, 0.8],
+           [0. , 1. ]])
+    >>> rows[[2]]
+    array([[0., 0.]])
     """
 
     def __init__(self, X, normalise):
@@ -256,6 +270,38 @@ class SerialPasses:
     dtype : the data dtype
     chunk_size : int
         Pairs per chunk of pass 2.
+
+    Examples
+    --------
+    Half the squared distance of each pair under ``A``: at ``A = I`` the sum is 44 and the
+    gradient (pass 3, ``R^T X``) is ``sum_i delta_i delta_i^T``:
+
+    >>> import numpy as np
+    >>> points = np.arange(8.0).reshape(4, 2)
+    >>> index = np.array([[0, 1], [2, 3], [0, 3]])  # 3 pairs over 4 points
+    >>> s = np.array([1.0, 1.0, -1.0])
+    >>> def embed(X_block, A):  # pass 1: the linear map
+    ...     return X_block @ A.T
+    >>> def half_sq(E, index, s, R):  # pass 2: J_i = |a_i - b_i|^2 / 2
+    ...     diff = E[index[:, 0]] - E[index[:, 1]]
+    ...     np.add.at(R, index[:, 0], diff)  # dJ_i/da_i onto point p_i
+    ...     np.add.at(R, index[:, 1], -diff)  # dJ_i/db_i onto point q_i
+    ...     return (0.5 * np.sum(diff ** 2),)
+    >>> from metricfit.pairs.index import SerialPasses
+    >>> passes = SerialPasses(points, index, s, np.float64, chunk_size=2)
+    >>> totals, G = passes.run(np.eye(2), embed, half_sq, (), width=2)
+    >>> totals, G
+    (array([44.]), array([[44., 44.],
+           [44., 44.]]))
+    >>> D = points[index[:, 0]] - points[index[:, 1]]
+    >>> bool(np.allclose(G, D.T @ D))
+    True
+
+    A mini-batch runs on the points its pairs use:
+
+    >>> batch = passes.subset([1])
+    >>> batch.points.tolist(), batch.index.tolist()
+    ([[4.0, 5.0], [6.0, 7.0]], [[0, 1]])
     """
 
     def __init__(self, points, index, s, dtype, chunk_size=CHUNK_SIZE):
@@ -305,6 +351,16 @@ class IndexPairs:
     Quacks like that array where the learners need it: ``shape``, ``dtype``, ``len`` and row
     selection ``pairs[rows]`` (a mask or indices; an all-true mask returns ``self``, so
     nothing is copied when every pair is used).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.pairs.index import IndexPairs
+    >>> pairs = IndexPairs(np.arange(8.0).reshape(4, 2), np.array([[0, 1], [2, 3], [0, 3]]))
+    >>> pairs.shape, len(pairs), pairs.dtype  # as an (n_pairs, 2, d) array would have
+    ((3, 2, 2), 3, dtype('float64'))
+    >>> pairs[[0, 2]].index.tolist(), pairs[np.ones(3, dtype=bool)] is pairs
+    ([[0, 1], [0, 3]], True)
     """
 
     def __init__(self, points, index):

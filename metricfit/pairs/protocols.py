@@ -141,6 +141,23 @@ class FoldRotation(_PairFolds):
     ----------
     unique_folds : ndarray
         The distinct folds, in sorted order.
+
+    Examples
+    --------
+    Four folds of two pairs each, two training folds per split:
+
+    >>> import numpy as np
+    >>> cv = FoldRotation(np.repeat([0, 1, 2, 3], 2), n_train_folds=2)
+    >>> cv.rotation(3)  # train on folds 3 and 0, validate on 1, test on 2
+    ([3, 0], [1], 2)
+    >>> for train, validation, test in cv.split_with_validation():
+    ...     print(train, validation, test)
+    [0 1 2 3] [4 5] [6 7]
+    [2 3 4 5] [6 7] [0 1]
+    [4 5 6 7] [0 1] [2 3]
+    [0 1 6 7] [2 3] [4 5]
+    >>> [(train.size, test.size) for train, test in cv.split()]  # no validation pairs
+    [(4, 2), (4, 2), (4, 2), (4, 2)]
     """
 
     def __init__(self, pair_fold, n_train_folds=8):
