@@ -406,3 +406,13 @@ def test_fuse_cli_on_a_truncated_scores_file_exits_2_naming_it(tmp_path, capsys)
     path = damaged_copies(scores_file(tmp_path / "s.npz"), tmp_path)["truncated"]
     assert main(["fuse", str(path)]) == 2
     assert "damaged or truncated" in one_line_error(capsys, str(path))
+
+
+@pytest.mark.parametrize("y", [np.array([1, -1], dtype=object),
+                               np.array([True, False], dtype=object),
+                               np.array([1, 0], dtype=object)])
+def test_write_trials_takes_numeric_labels_in_an_object_array(tmp_path, y):
+    """An object array of +1/-1 or booleans was read as words and refused."""
+    path = tmp_path / "trials.txt"
+    trials.write_trials(path, ["a", "b"], ["c", "d"], y)
+    assert trials.read_trials(path)[2].tolist() == [1, -1]

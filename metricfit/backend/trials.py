@@ -78,6 +78,8 @@ def _trial_labels(y, n_trials):
     """``y`` as {-1, +1} (int8): {-1, +1}, {0, 1}, booleans (:func:`check_pair_labels`) or
     the words of :func:`read_trials` (``target`` / ``nontarget``..., any case)."""
     y = np.asarray(y)
+    if y.dtype.kind == "O" and not any(isinstance(v, (str, bytes)) for v in y.ravel().tolist()):
+        y = np.asarray(y.tolist())  # numbers or booleans in an object array: their own dtype
     if y.dtype.kind not in "OUS":
         return check_pair_labels(y, n_trials, require_both=False, what="y")
     if y.ndim != 1 or y.shape[0] != n_trials:
