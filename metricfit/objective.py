@@ -30,7 +30,7 @@ from .mappings import ConvNet, Linear, MappedObjective
 from .mappings.objective import IndexMappedObjective
 from .pairs.index import IndexPairs
 
-__all__ = ["make_objective", "make_metric_objective", "has_fast_path"]
+__all__ = ["make_objective", "make_metric_objective"]
 
 
 def has_fast_path(loss, mapping):

@@ -63,8 +63,8 @@ from ._scores import squared_distances
 from ._index import IndexPairObjective
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
-__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "DDMLObjective",
-           "pair_score", "DEFAULTS"]
+__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "pair_score",
+           "DEFAULTS"]
 
 
 @njit(cache=True)

@@ -61,7 +61,7 @@ from ._index import check_index_pair_data, make_passes
 from ._linear import CHUNK_SIZE, _float_dtype, check_pair_data
 
 __all__ = ["cost_grad", "objective", "index_objective", "pair_probability", "pack", "unpack",
-           "metric_embedding", "metric_distances", "LDMLObjective", "LDMLIndexObjective"]
+           "metric_embedding", "metric_distances"]
 
 
 @njit(cache=True)

@@ -27,16 +27,17 @@ from numbers import Integral
 
 import numpy as np
 
+from .._deprecation import deprecated_aliases
 from ..pairs import check_pair_labels
 from ..pairs.index import check_index_pair_data, scatter_add_rows
 from ..pairs.passes import make_passes
 
-__all__ = ["MappedObjective", "IndexMappedObjective", "l2_normalise"]
+__all__ = ["MappedObjective", "IndexMappedObjective", "l2_normalize"]
 
 CHUNK_SIZE = 8192
 
 
-def l2_normalise(X):
+def l2_normalize(X):
     """Scale each row (the last axis) of X to unit Euclidean length; zero rows stay zero.
 
     The input normalisation of seed 004 section 4.1 / Algorithm 1. Rows are first divided by
@@ -301,3 +302,6 @@ class IndexMappedObjective(MappedObjective):
             return total, G
 
         return self._finish(theta, data_cost_grad, passes.index.shape[0])
+
+
+__getattr__ = deprecated_aliases(__name__, {"l2_normalise": ("l2_normalize", l2_normalize)})

@@ -31,15 +31,12 @@ from ._index_pairs import (IndexPairs, NormalisedRows, _streamed,  # noqa: F401
                            check_chunk_size, gradient_rows, is_dask, is_index_pairs,
                            largest_entry, map_pair_vectors, normalised_points, pair_blocks,
                            pairs_as_given, read_rows, scatter_add_rows)
-from .checks import FLOAT_DTYPES, check_pair_labels, check_pairs, check_points
+from .checks import FLOAT_DTYPES, check_pair_labels, check_pairs, check_points, float_dtype
 from .identity import similar_pair_classes  # noqa: F401
 
-__all__ = ["is_dask", "is_index_pairs", "check_point_store", "check_index_pairs",
-           "check_index_pair_data", "row_blocks", "read_rows", "pair_blocks",
-           "scatter_add_rows", "gradient_rows", "SerialPasses", "IndexPairs",
-           "NormalisedRows", "normalised_points", "check_pair_input", "check_nonzero_points",
-           "pair_differences", "map_pair_vectors", "embed_points", "score_index_pairs",
-           "score_pairs", "pairs_as_given", "largest_entry", "similar_pair_classes"]
+# Public: the index-pair container and its validation. The passes, kernels and block
+# helpers below stay importable from here but are internals.
+__all__ = ["IndexPairs", "check_pair_input", "check_point_store", "check_index_pairs"]
 
 POINT_BLOCK_BYTES = 32 * 2**20  # rows of a point store read per block (~32 MB)
 CHUNK_SIZE = 8192  # index pairs per chunk of the pair pass
@@ -155,12 +152,10 @@ def check_index_pair_data(points, index, s, validated=False):
     ``validated=True`` (checked at the estimator's edge): only s is converted.
     """
     if validated:
-        dtype = np.dtype(points.dtype) if np.dtype(points.dtype) in FLOAT_DTYPES else np.float64
-        return points, index, np.asarray(s).astype(dtype)
+        return points, index, np.asarray(s).astype(float_dtype(points.dtype))
     points = check_point_store(points, what="points")
     index = check_index_pairs(index, points.shape[0])
-    dtype = np.dtype(points.dtype) if np.dtype(points.dtype) in FLOAT_DTYPES else np.float64
-    s = check_pair_labels(s, index.shape[0], require_both=False).astype(dtype)
+    s = check_pair_labels(s, index.shape[0], require_both=False).astype(float_dtype(points.dtype))
     return points, index, s
 
 
