@@ -42,6 +42,11 @@ def make_mapping(mapping, n_features, n_components=None, n_hidden=None):
     units; 'convnet' takes square images of ``n_features`` pixels with seed 000's map counts
     (pass a :class:`ConvNet` for other shapes and sizes). Raises ValueError for an unknown
     name, listing the choices.
+
+    References
+    ----------
+    - Chopra, Hadsell and LeCun, "Learning a Similarity Metric Discriminatively, with Application to
+      Face Verification", CVPR 2005 (seed 000).
     """
     d = int(n_features)
     if isinstance(mapping, Mapping):
