@@ -72,14 +72,14 @@ class NormalisedRows:
     """A read-only view of a point store whose rows come out L2-normalised.
 
     ``normalize=True`` for points that must not be loaded: each block read is normalised
-    (:func:`metricfit.mappings.l2_normalise` semantics, passed in as ``normalise``).
+    (:func:`metricfit.mappings.l2_normalize` semantics, passed in as ``normalise``).
 
     Examples
     --------
     >>> import numpy as np
-    >>> from metricfit.mappings import l2_normalise
+    >>> from metricfit.mappings import l2_normalize
     >>> from metricfit.pairs.index import NormalisedRows
-    >>> rows = NormalisedRows(np.array([[3.0, 4.0], [0.0, 2.0], [0.0, 0.0]]), l2_normalise)
+    >>> rows = NormalisedRows(np.array([[3.0, 4.0], [0.0, 2.0], [0.0, 0.0]]), l2_normalize)
     >>> rows.shape, len(rows)
     ((3, 2), 3)
     >>> rows[0:2]  # normalised as read; a zero row stays zero
