@@ -248,36 +248,6 @@ def check_count(value, name, *, minimum=0):
     return int(value)
 
 
-def check_identity_labels(labels, name="labels", n_samples=None):
-    """Class (identity) labels: 1-D, non-empty, numbers or strings, no NaN; as an ndarray.
-
-    Raises
-    ------
-    ValueError
-        Naming the argument: 2-D labels, empty labels, NaN / None labels, a length that
-        does not match ``n_samples``.
-    """
-    labels = np.asarray(labels)
-    if labels.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (one class label per sample), got shape "
-                         f"{labels.shape}" + (": use np.ravel." if labels.ndim == 2
-                                              and 1 in labels.shape else "."))
-    if labels.size == 0:
-        raise ValueError(f"{name} is empty: one class label per sample is needed.")
-    if n_samples is not None and labels.shape[0] != n_samples:
-        raise ValueError(f"{name} has {labels.shape[0]} labels for {n_samples} samples: "
-                         f"expected shape ({n_samples},), got {labels.shape}.")
-    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
-        raise ValueError(f"{name} contains NaN or infinity: every sample needs a class label.")
-    if labels.dtype.kind == "O":
-        bad = [v for v in labels if v is None or (isinstance(v, float) and not np.isfinite(v))]
-        if bad:
-            raise ValueError(f"{name} contains {bad[0]!r}: every sample needs a class label.")
-    if labels.dtype.kind not in "biufUSO":
-        raise ValueError(f"{name} must hold numbers or strings, got dtype {labels.dtype}.")
-    return labels
-
-
 def user_stacklevel():
     """The ``stacklevel`` for ``warnings.warn`` called by the caller of this function that
     names the first frame outside the metricfit package: the user's line, however deep in
@@ -287,3 +257,14 @@ def user_stacklevel():
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def __getattr__(name):
+    """``check_identity_labels`` has one home, the pair data model
+    (:func:`metricfit.pairs.checks.check_identity_labels`); read from there on first use, so
+    that this module imports nothing of the package at load time."""
+    if name == "check_identity_labels":
+        from .pairs.checks import check_identity_labels
+
+        return check_identity_labels
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

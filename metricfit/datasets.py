@@ -550,6 +550,11 @@ def lfw_view2_splitter(data_home=None, n_train_folds=None):
     ------
     FileNotFoundError
         If the LFW npz file is missing.
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
     fold = lfw_view2_pairs(data_home)[2]
     if n_train_folds is None:
@@ -584,6 +589,11 @@ def lfw_unrestricted_training_pairs(train_folds, n_similar, n_dissimilar=None,
         Row indices into ``load_lfw().images``, similar pairs first.
     y : ndarray of shape (n_pairs,), int8
         +1 = same person, -1 = different.
+
+    References
+    ----------
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
     data = _load_npz(LFW_NPZ, data_home, ("person", "people_fold_view2"))
     allowed = np.isin(data.people_fold_view2[data.person], _check_folds(train_folds))

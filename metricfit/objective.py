@@ -30,7 +30,7 @@ from .mappings import ConvNet, Linear, MappedObjective
 from .mappings.objective import IndexMappedObjective
 from .pairs.index import IndexPairs
 
-__all__ = ["make_objective", "make_metric_objective", "has_fast_path"]
+__all__ = ["make_objective", "make_metric_objective"]
 
 
 def has_fast_path(loss, mapping):
@@ -112,7 +112,13 @@ class Regularised:
 
 def make_metric_objective(pairs, s, lam=0.0):
     """LDML's ``f(theta) -> (J, G)`` on ``theta = [M.ravel(), b]`` (seed 001), over validated
-    vector pairs (the prepared ``x - y`` form) or index pairs (``[X M, X]`` per call)."""
+    vector pairs (the prepared ``x - y`` form) or index pairs (``[X M, X]`` per call).
+
+    References
+    ----------
+    - Guillaumin, Verbeek and Schmid, "Is that you? Metric Learning Approaches for Face
+      Identification", ICCV 2009 (seed 001).
+    """
     if isinstance(pairs, IndexPairs):
         return ldml.index_objective(pairs.points, pairs.index, s, lam=lam)
     return ldml.objective(pairs[:, 0], pairs[:, 1], s, lam=lam)

@@ -214,6 +214,11 @@ class WPCA(_Whitener):
     >>> Z = WPCA(n_components=3).fit_transform(X)
     >>> Z.shape, np.allclose(np.cov(Z, rowvar=False), np.eye(3))
     ((50, 3), True)
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
 
     def fit(self, X, y=None):
@@ -385,6 +390,11 @@ class WCCN(_Whitener):
     >>> C = deviations.T @ deviations / len(X)        # eq. 12 (equal class sizes)
     >>> np.allclose(W @ C @ W.T, np.eye(4))           # the within-class scatter becomes I
     True
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
 
     def fit(self, X, y=None):

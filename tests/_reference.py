@@ -43,14 +43,44 @@ def csml_cost_grad_ref(A, X1, X2, s, lam=0.0, A0=None):
 FD_STEP = 1e-6  # central_differences' step
 
 
-def central_differences(f, A, eps=FD_STEP):
-    """Numerical gradient of the scalar f at A by central differences."""
-    num = np.zeros_like(A, dtype=np.float64)
-    for idx in np.ndindex(A.shape):
-        Ap, Am = A.copy(), A.copy()
-        Ap[idx] += eps
-        Am[idx] -= eps
-        num[idx] = (f(Ap) - f(Am)) / (2 * eps)
+def central_differences(f, A, eps=FD_STEP, positions=None, in_place=False):
+    """Numerical gradient of the scalar f at A by central differences: the tests' one helper.
+
+    Entry i (a flat, C-order position of A) is ``(f(A + eps e_i) - f(A - eps e_i)) / (2 eps)``,
+    the perturbed entry rounded in A's dtype.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(A')`` -> a scalar, for A' equal to A but for one perturbed entry.
+    A : ndarray
+        C-contiguous when ``in_place``.
+    eps : float, default=FD_STEP
+    positions : sequence of int, default=None
+        Flat positions to differentiate at; None: every entry.
+    in_place : bool, default=False
+        Perturb A itself (each entry restored) rather than a copy, for an ``f`` that reads A
+        through a closure (the convnet's layers: ``lambda _: loss()``).
+
+    Returns
+    -------
+    num : ndarray of float64, of A's shape (every entry) or of shape (len(positions),)
+    """
+    work = A if in_place else A.copy()
+    flat = work.reshape(-1)  # a view: A is C-contiguous
+    if positions is None:
+        num, positions = np.zeros_like(A, dtype=np.float64), range(A.size)
+    else:
+        num = np.zeros(len(positions), dtype=np.float64)
+    out = num.reshape(-1)
+    for k, i in enumerate(positions):
+        keep = flat[i]
+        flat[i] = keep + eps
+        up = f(work)
+        flat[i] = keep - eps
+        down = f(work)
+        flat[i] = keep
+        out[k] = (up - down) / (2 * eps)
     return num
 
 

@@ -7,6 +7,7 @@ from scipy.signal import convolve2d, correlate2d
 
 from metricfit.cnn import _kernels, lenet_table
 from metricfit.cnn.layers import Conv2D, Dense, Subsample, Tanh
+from _reference import central_differences
 
 # -- slow twins ---------------------------------------------------------------------------
 
@@ -43,20 +44,10 @@ def subsample_twin(X, coef, bias, sh, sw):
     return coef[:, None, None] * means + bias[:, None, None], means
 
 
-def numeric_grad(f, x, rows, eps=1e-6):
-    """Central differences of the scalar f at the flat positions ``rows`` of x (modified in
-    place and restored)."""
-    flat = x.reshape(-1)
-    out = []
-    for r in rows:
-        keep = flat[r]
-        flat[r] = keep + eps
-        up = f()
-        flat[r] = keep - eps
-        down = f()
-        flat[r] = keep
-        out.append((up - down) / (2 * eps))
-    return np.array(out)
+def numeric_grad(f, x, rows):
+    """Central differences of the scalar ``f()`` at the flat positions ``rows`` of x, which f
+    reads (perturbed in place and restored): :func:`_reference.central_differences`."""
+    return central_differences(lambda _: f(), x, positions=rows, in_place=True)
 
 
 def some(rng, size, k=25):

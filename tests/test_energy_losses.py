@@ -9,6 +9,7 @@ from metricfit.cnn import loss as cnn_loss
 from metricfit.losses import (PAIR_LOSSES, contrastive, get_loss, loss_params,
                               signature_cosine, square_exponential, square_square)
 from metricfit.losses._energy import energy
+from _reference import central_differences as numerical
 from _reference import relative_error
 
 SHAPES = [(7, 3), (5, 1), (4, 6)]  # (n, k)
@@ -31,16 +32,6 @@ def make(n, k, labels, seed=0):
     s = {"similar": np.ones(n), "dissimilar": -np.ones(n),
          "mixed": np.where(np.arange(n) % 2, 1.0, -1.0)}[labels]
     return a, b, s
-
-
-def numerical(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[idx] += eps
-        xm[idx] -= eps
-        g[idx] = (f(xp) - f(xm)) / (2 * eps)
-    return g
 
 
 @pytest.mark.parametrize("name, params", CASES)

@@ -12,7 +12,7 @@ from metricfit.losses import PAIR_LOSSES
 from metricfit.mappings import MLP, ConvNet, Linear, Tanh
 from metricfit.objective import has_fast_path, make_objective
 from metricfit.pairs.index import IndexPairs
-from _reference import relative_error
+from _reference import central_differences, relative_error
 
 FAST = ["triangular", "cosine", "ddml"]
 
@@ -33,14 +33,9 @@ def problem(n=6, d=36, seed=0, n_points=None):
     return IndexPairs(points, index), s
 
 
-def numerical(f, theta, eps=1e-6):
-    g = np.zeros_like(theta)
-    for i in range(theta.size):
-        tp, tm = theta.copy(), theta.copy()
-        tp[i] += eps
-        tm[i] -= eps
-        g[i] = (f(tp)[0] - f(tm)[0]) / (2 * eps)
-    return g
+def numerical(f, theta):
+    """Central differences of the cost of ``f(theta) -> (J, G)``."""
+    return central_differences(lambda t: f(t)[0], theta)
 
 
 @pytest.mark.parametrize("loss", PAIR_LOSSES)

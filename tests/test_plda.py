@@ -9,6 +9,7 @@ from sklearn.pipeline import make_pipeline
 from metricfit import PLDA, LengthNormalizer, metrics
 from metricfit.backend import plda as core
 from metricfit.pairs import sample_pairs
+from _reference import relative_error
 
 D = 20
 
@@ -50,10 +51,6 @@ def slow_llr(B, W, a, b):
     joint = np.block([[B + W, B], [B, B + W]])
     return (mvn(np.zeros(2 * d), joint).logpdf(np.r_[a, b])
             - mvn(np.zeros(d), B + W).logpdf(a) - mvn(np.zeros(d), B + W).logpdf(b))
-
-
-def relative_error(estimate, truth):
-    return np.linalg.norm(estimate - truth) / np.linalg.norm(truth)
 
 
 # --------------------------------------------------------------------------- the model

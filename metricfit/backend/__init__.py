@@ -3,14 +3,18 @@ transformers before it (:mod:`.lda`), score calibration (:mod:`.calibration`), s
 normalisation (:mod:`.score_norm`), multi-enrolment scoring (:mod:`.enrolment`) and trial
 lists and score files (:mod:`.trials`)."""
 
+from .._deprecation import deprecated_aliases
 from .calibration import CalibratedScorer, LinearCalibration, PAVCalibration
 from .enrolment import score_sets
 from .lda import LDA, LengthNormalizer
-from .score_norm import ScoreNormalizer, normalise_scores
+from .score_norm import ScoreNormalizer, normalize_scores
 from .trials import read_scores, read_trials, score_trials, write_scores, write_trials
 
 __all__ = [
     "LDA", "LengthNormalizer", "LinearCalibration", "PAVCalibration", "CalibratedScorer",
-    "ScoreNormalizer", "normalise_scores", "score_sets", "read_trials", "write_trials",
+    "ScoreNormalizer", "normalize_scores", "score_sets", "read_trials", "write_trials",
     "read_scores", "write_scores", "score_trials",
 ]
+
+__getattr__ = deprecated_aliases(__name__, {"normalise_scores": ("normalize_scores",
+                                                                 normalize_scores)})

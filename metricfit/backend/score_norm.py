@@ -21,11 +21,12 @@ from numbers import Integral
 
 import numpy as np
 
+from .._deprecation import deprecated_aliases
 from ..losses._scores import unit_rows
 from ..metrics import _check_scores, _llr_response
 from ..pairs import check_points
 
-__all__ = ["cohort_scores", "normalise_scores", "ScoreNormalizer", "METHODS"]
+__all__ = ["cohort_scores", "normalize_scores", "ScoreNormalizer", "METHODS"]
 
 METHODS = ("z-norm", "t-norm", "s-norm", "as-norm")
 
@@ -142,7 +143,7 @@ def _check_top_n(top_n):
                          f"scores), got {top_n!r}.")
 
 
-def normalise_scores(scores, enrol_cohort, test_cohort, method="s-norm", top_n=None):
+def normalize_scores(scores, enrol_cohort, test_cohort, method="s-norm", top_n=None):
     """Normalise raw trial scores (n,) given the (n, K) cohort scores of each side.
 
     Parameters
@@ -168,9 +169,9 @@ def normalise_scores(scores, enrol_cohort, test_cohort, method="s-norm", top_n=N
     A raw score 2 whose enrolment side scores 0 and 2 against the cohort (mean 1, standard
     deviation 1) and whose test side scores 1 and 3 (mean 2, standard deviation 1):
 
-    >>> from metricfit.backend import normalise_scores
+    >>> from metricfit.backend import normalize_scores
     >>> for method in ("z-norm", "t-norm", "s-norm"):
-    ...     print(method, normalise_scores([2.0], [[0.0, 2.0]], [[1.0, 3.0]], method))
+    ...     print(method, normalize_scores([2.0], [[0.0, 2.0]], [[1.0, 3.0]], method))
     z-norm [1.]
     t-norm [0.]
     s-norm [0.5]
@@ -178,7 +179,7 @@ def normalise_scores(scores, enrol_cohort, test_cohort, method="s-norm", top_n=N
     as-norm keeps each side's ``top_n`` highest cohort scores (enrolment: 12 and 10, mean
     11; test: 3 and 1, mean 2):
 
-    >>> normalise_scores([2.0], [[0.0, 2.0, 10.0, 12.0]], [[1.0, 3.0, 0.0, 0.0]], "as-norm",
+    >>> normalize_scores([2.0], [[0.0, 2.0, 10.0, 12.0]], [[1.0, 3.0, 0.0, 0.0]], "as-norm",
     ...                  top_n=2)
     array([-4.5])
     """
@@ -259,6 +260,10 @@ class ScoreNormalizer:
         enrol = cohort_scores(self.estimator, pairs[:, 0], self.cohort)
         test = cohort_scores(self.estimator, self.cohort, pairs[:, 1]).T  # cohort first
         top_n = self.top_n if self.top_n is not None else min(200, self.cohort.shape[0])
-        return normalise_scores(raw, enrol, test, self.method, top_n)
+        return normalize_scores(raw, enrol, test, self.method, top_n)
 
     decision_function = pair_score
+
+
+__getattr__ = deprecated_aliases(__name__, {"normalise_scores": ("normalize_scores",
+                                                                 normalize_scores)})

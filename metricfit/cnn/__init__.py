@@ -30,7 +30,7 @@ gaussian
 
 from .gaussian import fit_gaussian, gaussian_claims, gaussian_log_density
 from .layers import lenet_table
-from .loss import embedding_cost_grad, energy, energy_bound
+from .loss import embedding_cost_grad, energy, energy_bound  # noqa: F401 (legacy shim)
 from .network import ConvNet, NetworkSpec, network_spec
 from .objective import SiameseObjective, TrainingObjective
 from .schedule import SCHEDULES, learning_rate_factor
@@ -39,6 +39,6 @@ from ._threads import get_num_threads, num_threads
 __all__ = [
     "ConvNet", "NetworkSpec", "network_spec", "lenet_table", "SiameseObjective",
     "TrainingObjective", "SCHEDULES", "learning_rate_factor",
-    "embedding_cost_grad", "energy", "energy_bound", "fit_gaussian", "gaussian_log_density",
+    "energy", "energy_bound", "fit_gaussian", "gaussian_log_density",
     "gaussian_claims", "num_threads", "get_num_threads",
 ]

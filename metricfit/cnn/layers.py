@@ -55,6 +55,11 @@ def lenet_table(n_in, n_out):
     Returns
     -------
     table : ndarray of shape (n_out, n_in), bool
+
+    References
+    ----------
+    - Chopra, Hadsell and LeCun, "Learning a Similarity Metric Discriminatively, with Application to
+      Face Verification", CVPR 2005 (seed 000).
     """
     table = np.zeros((n_out, n_in), dtype=bool)
     if n_in < 5:

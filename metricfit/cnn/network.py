@@ -101,6 +101,11 @@ def network_spec(input_shape, n_maps=(15, 45, 250), n_outputs=50, kernel_sizes=N
     ------
     ValueError
         When a layer would have no output (the input is too small for the kernels).
+
+    References
+    ----------
+    - Chopra, Hadsell and LeCun, "Learning a Similarity Metric Discriminatively, with Application to
+      Face Verification", CVPR 2005 (seed 000).
     """
     h, w = _pair(input_shape, "input_shape")
     if kernel_sizes is None:

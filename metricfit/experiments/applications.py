@@ -54,6 +54,11 @@ def labelling_cost(labels_true, clusters):
     Returns
     -------
     cost : int
+
+    References
+    ----------
+    - Guillaumin, Verbeek and Schmid, "Is that you? Metric Learning Approaches for Face
+      Identification", ICCV 2009 (seed 001).
     """
     t = _codes(labels_true, "labels_true")
     c = _codes(clusters, "clusters", t.size)
@@ -87,6 +92,11 @@ def pairwise_scores(learner, X, Y=None, *, exact=False):
     Returns
     -------
     S : ndarray of shape (n, m)
+
+    References
+    ----------
+    - Guillaumin, Verbeek and Schmid, "Is that you? Metric Learning Approaches for Face
+      Identification", ICCV 2009 (seed 001).
     """
     X = _points(X, "X")
     Y = X if Y is None else _points(Y, "Y")

@@ -66,7 +66,17 @@ def make_method(name, lam=None, max_iter=200, params=None):
     'cnn' (one of :data:`IMAGE_METHODS`, on image pairs) is the siamese convnet of seed 000
     (:class:`~metricfit.learners.SiameseCNN`) with :data:`CNN_RECIPE`; ``params`` (a dict)
     sets other parameters of it (e.g. ``max_epochs``, ``n_maps``, ``n_jobs``). It has no
-    lambda; ``params`` is not read by the other methods."""
+    lambda; ``params`` is not read by the other methods.
+
+    References
+    ----------
+    - Chopra, Hadsell and LeCun, "Learning a Similarity Metric Discriminatively, with Application to
+      Face Verification", CVPR 2005 (seed 000).
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
+    """
     from ..backend import LDA
     from ..learners.plda import PLDA
 
@@ -263,6 +273,11 @@ class LeadingComponents(TransformerMixin, BaseEstimator):
     Attributes
     ----------
     n_features_in_ : int
+
+    References
+    ----------
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
 
     def __init__(self, n_components=None, normalize=False):
@@ -546,7 +561,13 @@ def fuse_saved(columns, classifier="svm", select=False):
     With ``select``, ``classifier`` is ignored: :func:`fusion_search` chooses the columns,
     the classifier and its C by cross-validation inside the validation fold, and the
     Result's ``choice`` records them (the test scores are not read until the choice is
-    made)."""
+    made).
+
+    References
+    ----------
+    - Guillaumin, Verbeek and Schmid, "Is that you? Metric Learning Approaches for Face
+      Identification", ICCV 2009 (seed 001).
+    """
     names, sets = list(columns), list(columns.values())
     if len(names) < 2:
         raise ValueError(f"fusion needs at least two score columns, got {len(names)}.")
@@ -591,7 +612,15 @@ def run_folds(vectors, pair_index, y, fold, methods=DEFAULT_METHODS, n_component
     ``experiments`` (split numbers, in 0 .. n_folds - 1) runs some only. Validation and test
     pairs are the fixed pairs of their fold. Training pairs: those of the training folds
     (restricted setting), or ``train_pairs(train_folds, e) -> (index_pairs, y)``
-    (unrestricted, seed 004 5.2.2). Returns one list of :class:`Result` per experiment run."""
+    (unrestricted, seed 004 5.2.2). Returns one list of :class:`Result` per experiment run.
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
+    """
     fold = np.asarray(fold)
     rotation = FoldRotation(fold, n_train_folds=np.unique(fold).size - 2)
     n = rotation.get_n_splits()
@@ -734,7 +763,13 @@ def unrestricted_train_pairs(identities, image_fold, n_pairs):
     same-identity pairs and as many different-identity pairs drawn among all images of the
     training folds (seeded by the experiment number), identity by identity like the official
     LFW pairs (``balance='identity'``: drawn uniformly over all within-identity pairs, five LFW
-    people would supply most similar pairs; see ``benchmarks/lfw_tables_004.py``)."""
+    people would supply most similar pairs; see ``benchmarks/lfw_tables_004.py``).
+
+    References
+    ----------
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
+    """
     def draw(train_folds, e):
         allowed = np.isin(image_fold, train_folds)
         return unrestricted_pairs(identities, allowed, n_pairs, None, random_state=e,

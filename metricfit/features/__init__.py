@@ -16,7 +16,7 @@ Liu & Wechsler 2002 (kernels equal to scikit-image's ``gabor_kernel``) and sciki
 compiled on first use and cached on disk (Gabor's convolutions are FFTs in scipy.fft).
 """
 
-from ._blocks import block_histograms, lbp_histograms, n_windows
+from ._blocks import block_histograms, lbp_histograms, n_windows  # noqa: F401
 from ._gabor import gabor_kernel
 from ._lbp import lbp_codes
 from .descriptors import HOG, DenseSIFT, Gabor
@@ -25,5 +25,5 @@ from .sqrt import SquareRoot
 
 __all__ = [
     "LBP", "OCLBP", "DenseSIFT", "Gabor", "HOG", "SquareRoot", "gabor_kernel", "lbp_codes",
-    "block_histograms", "lbp_histograms", "n_windows",
+    "block_histograms", "lbp_histograms",
 ]

@@ -167,6 +167,11 @@ class DenseSIFT(_ImageDescriptor):
     (3, 1792)
     >>> bool(np.allclose(np.linalg.norm(D.reshape(3, 14, 128), axis=2), 1))
     True
+
+    References
+    ----------
+    - Guillaumin, Verbeek and Schmid, "Is that you? Metric Learning Approaches for Face
+      Identification", ICCV 2009 (seed 001).
     """
 
     _parameter_constraints = {
@@ -251,6 +256,11 @@ class Gabor(_ImageDescriptor):
     ((3, 32), array([0.25  , 0.1768]))
     >>> bool(np.allclose(gabor.transform(np.full((1, 20, 16), 7.0)), 0))
     True
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
 
     _parameter_constraints = {

@@ -153,6 +153,11 @@ class LBP(_BlockLBP):
     (1, 2, 236)
     >>> LBP(block_size=(5, 5), radius=(1, 2)).fit(images).n_features_out_  # 4 x 3 x 59 x 2
     1416
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
 
     _parameter_constraints = {
@@ -239,6 +244,11 @@ class OCLBP(_BlockLBP):
     >>> flat = OCLBP(configs=((10, 8, 1),), overlap=0).fit_transform(images)
     >>> bool(np.allclose(flat, LBP(block_size=(10, 8)).fit_transform(images)))
     True
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
 
     _parameter_constraints = {

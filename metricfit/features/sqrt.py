@@ -66,6 +66,11 @@ class SquareRoot(PointOutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseE
     >>> from sklearn.pipeline import make_pipeline
     >>> from metricfit.features import LBP, SquareRoot
     >>> descriptor = make_pipeline(LBP(), SquareRoot())  # sqrt-LBP, seed 002
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
 
     _parameter_constraints = {}

@@ -289,6 +289,15 @@ class Siamese(SiameseLearner):
     >>> est = Siamese(loss="contrastive", mapping="tanh", n_components=2, random_state=0)
     >>> est.fit(X, y).transform(X[:, 0]).shape
     (40, 2)
+
+    References
+    ----------
+    - Chopra, Hadsell and LeCun, "Learning a Similarity Metric Discriminatively, with Application to
+      Face Verification", CVPR 2005 (seed 000).
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
 
     _parameter_constraints = {

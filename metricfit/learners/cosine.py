@@ -35,6 +35,11 @@ class CosineSimilarity(PairLearnerMixin, BaseEstimator):
     >>> pairs = np.array([[[1.0, 0.0], [1.0, 0.1]], [[1.0, 0.0], [-1.0, 0.2]]])
     >>> CosineSimilarity().fit(pairs, [1, -1]).predict(pairs)
     array([ 1, -1])
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
 
     def __init__(self, preprocessor=None):

@@ -36,6 +36,15 @@ class DDML(SiameseLearner):
     >>> y = np.r_[np.ones(20), -np.ones(20)]
     >>> DDML().fit(X, y).score(X, y) > 0.9
     True
+
+    References
+    ----------
+    - Chopra, Hadsell and LeCun, "Learning a Similarity Metric Discriminatively, with Application to
+      Face Verification", CVPR 2005 (seed 000).
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
 
     _parameter_constraints = {

@@ -235,6 +235,13 @@ class ScoreFusion(PairClassifierMixin, BaseEstimator):
     (0.8, 0.9)
     >>> fusion.score(pairs[test], y[test])
     0.95
+
+    References
+    ----------
+    - Guillaumin, Verbeek and Schmid, "Is that you? Metric Learning Approaches for Face
+      Identification", ICCV 2009 (seed 001).
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
 
     _pair_input = "scores"

@@ -128,6 +128,11 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
     >>> y = np.r_[np.ones(20), -np.ones(20)]
     >>> LDML(constraint="psd").fit(X, y).score(X, y) > 0.9
     True
+
+    References
+    ----------
+    - Guillaumin, Verbeek and Schmid, "Is that you? Metric Learning Approaches for Face
+      Identification", ICCV 2009 (seed 001).
     """
 
     _score_kind = "distance"

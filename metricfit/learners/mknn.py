@@ -99,6 +99,11 @@ class MkNN(PairLearnerMixin, BaseEstimator):
     array([0.75, 0.  ])
     >>> est.predict(pairs)
     array([ 1, -1])
+
+    References
+    ----------
+    - Guillaumin, Verbeek and Schmid, "Is that you? Metric Learning Approaches for Face
+      Identification", ICCV 2009 (seed 001).
     """
 
     _score_kind = "probability"

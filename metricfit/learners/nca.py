@@ -161,6 +161,10 @@ class NCA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, FittedMappingMixin,
     >>> pairs = np.stack([X[[0, 0]], X[[1, 10]]], axis=1)  # same identity, then not
     >>> est.predict(pairs)
     array([ 1, -1])
+
+    References
+    ----------
+    - LeCun, "Learning Similarity Metrics", lecture slides (seed 003).
     """
 
     _score_kind = "distance"

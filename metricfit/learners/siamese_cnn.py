@@ -191,6 +191,11 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     >>> est = SiameseCNN(n_components=4, n_maps=(2, 3, 8), max_epochs=1, random_state=0)
     >>> est.fit(pairs, y).transform(pairs[:, 0]).shape
     (40, 4)
+
+    References
+    ----------
+    - Chopra, Hadsell and LeCun, "Learning a Similarity Metric Discriminatively, with Application to
+      Face Verification", CVPR 2005 (seed 000).
     """
 
     @property

@@ -28,6 +28,15 @@ class TSML(SiameseLearner):
     >>> y = np.r_[np.ones(20), -np.ones(20)]
     >>> TSML(n_components=3).fit(X, y).transform(X[:, 0]).shape
     (40, 3)
+
+    References
+    ----------
+    - Chopra, Hadsell and LeCun, "Learning a Similarity Metric Discriminatively, with Application to
+      Face Verification", CVPR 2005 (seed 000).
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
 
     def _loss_spec(self):

@@ -41,8 +41,8 @@ from ._index import IndexPairObjective
 from ._linear import cosine_scores
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
-__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "CSMLObjective",
-           "pair_score", "DEFAULTS"]
+__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "pair_score",
+           "DEFAULTS"]
 
 
 @njit(cache=True)

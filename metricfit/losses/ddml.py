@@ -63,8 +63,8 @@ from ._scores import squared_distances
 from ._index import IndexPairObjective
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
-__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "DDMLObjective",
-           "pair_score", "DEFAULTS"]
+__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "pair_score",
+           "DEFAULTS"]
 
 
 @njit(cache=True)
@@ -162,6 +162,11 @@ def embedding_cost_grad(a, b, s, T=10.0, tau=1.0, validated=False):
 
     Eqs. 5-7 of seed 004, averaged over the pairs (no regulariser, no mapping):
     ``dJ/da_i = s_i sigma(T z_i)(a_i - b_i) / n = -dJ/db_i``.
+
+    References
+    ----------
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
     T, tau, _ = _check_hyper(T, tau)
     return _embedding_cost_grad(_bind(T, tau), a, b, s, validated)
@@ -193,6 +198,11 @@ def cost_grad(A, X1, X2, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_
     -------
     J : float (the data dtype)
     G : ndarray of shape (k, d), the data dtype
+
+    References
+    ----------
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
     X1, X2, s = check_pair_data(X1, X2, s)
     T, tau, lam = _check_hyper(T, tau, lam)
@@ -281,5 +291,11 @@ DEFAULTS = {"T": 10.0, "tau": 1.0}
 
 def pair_score(a, b, T=10.0, tau=1.0):
     """Minus the squared distance ``-|a - b|^2`` (seed 004's ``(a - b)^2``; higher = more
-    similar)."""
+    similar).
+
+    References
+    ----------
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
+    """
     return -squared_distances(a, b)

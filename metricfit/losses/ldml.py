@@ -61,7 +61,7 @@ from ._index import check_index_pair_data, make_passes
 from ._linear import CHUNK_SIZE, _float_dtype, check_pair_data
 
 __all__ = ["cost_grad", "objective", "index_objective", "pair_probability", "pack", "unpack",
-           "metric_embedding", "metric_distances", "LDMLObjective", "LDMLIndexObjective"]
+           "metric_embedding", "metric_distances"]
 
 
 @njit(cache=True)
@@ -232,6 +232,11 @@ def cost_grad(M, b, X1, X2, s, lam=0.0, chunk_size=CHUNK_SIZE):
     GM : ndarray of shape (d, d), symmetric in its data term:
         ``1/n sum_i (t_i - p_i) delta_i delta_i^T + lam M``
     gb : float, ``1/n sum_i (p_i - t_i)``
+
+    References
+    ----------
+    - Guillaumin, Verbeek and Schmid, "Is that you? Metric Learning Approaches for Face
+      Identification", ICCV 2009 (seed 001).
     """
     X1, X2, s = check_pair_data(X1, X2, s)
     lam = _check_lam(lam)
@@ -242,7 +247,13 @@ def cost_grad(M, b, X1, X2, s, lam=0.0, chunk_size=CHUNK_SIZE):
 
 def pair_probability(M, b, X1, X2, chunk_size=CHUNK_SIZE):
     """``p_i = sigma(b - (x_i - y_i)^T M (x_i - y_i))``, the probability that pair i is similar
-    (seed 001 eq. 2); an (n_pairs,) array of the data dtype."""
+    (seed 001 eq. 2); an (n_pairs,) array of the data dtype.
+
+    References
+    ----------
+    - Guillaumin, Verbeek and Schmid, "Is that you? Metric Learning Approaches for Face
+      Identification", ICCV 2009 (seed 001).
+    """
     dtype = _float_dtype(np.asarray(X1), np.asarray(X2))
     X1 = check_points(X1, dtype=dtype, what="X1")
     X2 = check_points(X2, dtype=dtype, what="X2")

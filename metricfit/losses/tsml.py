@@ -54,8 +54,8 @@ from ._index import IndexPairObjective
 from ._linear import cosine_scores
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
-__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "TSMLObjective",
-           "pair_score", "DEFAULTS"]
+__all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "pair_score",
+           "DEFAULTS"]
 
 
 @njit(cache=True)
@@ -108,6 +108,11 @@ def embedding_cost_grad(a, b, s, validated=False):
     """Mean TSML loss on embeddings ``(a, b)`` (n, k) and its gradients ``(J, dJ/da, dJ/db)``.
 
     Eq. 4 and 6 of seed 002, averaged over the pairs (no regulariser, no mapping).
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
     return _embedding_cost_grad(_embedding_grad_inplace, a, b, s, validated)
 
@@ -134,6 +139,11 @@ def cost_grad(A, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
     -------
     J : float (the data dtype)
     G : ndarray of shape (k, d), the data dtype
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
     X1, X2, s = check_pair_data(X1, X2, s)
     A, A0 = check_components(A, X1.shape[1], X1.dtype, A0)
@@ -228,5 +238,11 @@ DEFAULTS = {}
 
 
 def pair_score(a, b):
-    """The cosine of each pair of embeddings (seed 002 eq. 2; higher = more similar)."""
+    """The cosine of each pair of embeddings (seed 002 eq. 2; higher = more similar).
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
+    """
     return cosine_scores(a, b)

@@ -27,7 +27,7 @@ from ._base import Mapping
 from .convnet import ConvNet
 from .linear import Linear
 from .mlp import MLP
-from .objective import MappedObjective, l2_normalise
+from .objective import MappedObjective, l2_normalize
 from .tanh import Tanh
 
 MAPPINGS = {"linear": Linear, "tanh": Tanh, "mlp": MLP, "convnet": ConvNet}
@@ -42,6 +42,11 @@ def make_mapping(mapping, n_features, n_components=None, n_hidden=None):
     units; 'convnet' takes square images of ``n_features`` pixels with seed 000's map counts
     (pass a :class:`ConvNet` for other shapes and sizes). Raises ValueError for an unknown
     name, listing the choices.
+
+    References
+    ----------
+    - Chopra, Hadsell and LeCun, "Learning a Similarity Metric Discriminatively, with Application to
+      Face Verification", CVPR 2005 (seed 000).
     """
     d = int(n_features)
     if isinstance(mapping, Mapping):
@@ -67,4 +72,8 @@ def make_mapping(mapping, n_features, n_components=None, n_hidden=None):
 
 
 __all__ = ["Mapping", "Linear", "Tanh", "MLP", "ConvNet", "MAPPINGS", "MappedObjective",
-           "l2_normalise", "make_mapping"]
+           "l2_normalize", "make_mapping"]
+
+# The old spelling, kept silent while backend/lda.py, learners/_siamese.py and
+# experiments/verification.py import it; then a deprecated alias (metricfit._deprecation).
+l2_normalise = l2_normalize

@@ -39,6 +39,11 @@ class ConvNet(Mapping):
     >>> theta = f.init(random_state=0)
     >>> f.transform(theta, np.zeros((5, 64))).shape
     (5, 3)
+
+    References
+    ----------
+    - Chopra, Hadsell and LeCun, "Learning a Similarity Metric Discriminatively, with Application to
+      Face Verification", CVPR 2005 (seed 000).
     """
 
     def __init__(self, input_shape, n_components=50, n_maps=(15, 45, 250), kernel_sizes=None):

@@ -27,21 +27,27 @@ from numbers import Integral
 
 import numpy as np
 
+from .._deprecation import deprecated_aliases
 from ..pairs import check_pair_labels
 from ..pairs.index import check_index_pair_data, scatter_add_rows
 from ..pairs.passes import make_passes
 
-__all__ = ["MappedObjective", "IndexMappedObjective", "l2_normalise"]
+__all__ = ["MappedObjective", "IndexMappedObjective", "l2_normalize"]
 
 CHUNK_SIZE = 8192
 
 
-def l2_normalise(X):
+def l2_normalize(X):
     """Scale each row (the last axis) of X to unit Euclidean length; zero rows stay zero.
 
     The input normalisation of seed 004 section 4.1 / Algorithm 1. Rows are first divided by
     their largest absolute entry, so neither huge nor subnormal rows overflow or underflow.
     Float32 is kept, anything else becomes float64; X is not modified.
+
+    References
+    ----------
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
     X = np.asarray(X)
     dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
@@ -140,6 +146,11 @@ class MappedObjective:
     >>> linear = MappedObjective(tsml.embedding_cost_grad, Linear(4, 2), X1, X2, s, lam=0.1)
     >>> bool(np.allclose(linear(A)[1], tsml.objective(X1, X2, s, lam=0.1)(A)[1]))
     True
+
+    References
+    ----------
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
 
     def __init__(self, embedding_cost_grad, mapping, X1, X2, s, lam=0.0, theta0=None,
@@ -301,3 +312,6 @@ class IndexMappedObjective(MappedObjective):
             return total, G
 
         return self._finish(theta, data_cost_grad, passes.index.shape[0])
+
+
+__getattr__ = deprecated_aliases(__name__, {"l2_normalise": ("l2_normalize", l2_normalize)})

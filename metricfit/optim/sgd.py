@@ -115,6 +115,11 @@ def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_stat
         ``success`` (``status == 0``), ``message``, ``curves`` (dict of lists ``step``,
         ``validation``, ``train``; a list stays empty when its callable is not given) and
         ``best_step`` (the step of the returned x).
+
+    References
+    ----------
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
     _check_options(learning_rate, momentum, batch_size, check_every, n_iter_no_change, max_iter)
     if not isinstance(random_state, np.random.Generator):

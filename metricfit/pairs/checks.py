@@ -40,10 +40,7 @@ def _as_float_array(X, what, dtype=None):
         raise ValueError(f"Complex data not supported: {what} must hold real numbers.")
     if X.dtype.kind not in "biuf":
         raise ValueError(f"{what} must be numeric, got an array of dtype {X.dtype}.")
-    if dtype is not None:
-        target = dtype
-    else:
-        target = X.dtype if X.dtype in FLOAT_DTYPES else np.float64
+    target = float_dtype(X) if dtype is None else dtype
     check_dtype_range(X, target, what)
     return np.ascontiguousarray(X, dtype=target)
 
@@ -60,7 +57,6 @@ def check_dtype_range(X, dtype, what="X"):
         raise ValueError(f"{what} has entries up to {top:.3g}, beyond the {dtype.name} range "
                          f"(max {np.finfo(dtype).max:.3g}): rescale them, or compute in "
                          "float64.")
-
 
 
 def _check_finite(X, what):
@@ -291,3 +287,88 @@ def check_representable(values, dtype, what, largest, name="X", exponent=0):
         f"{what} lie beyond the {dtype} range "
         f"(up to {info.max:.3g}, down to {info.smallest_subnormal:.3g}) in its units. Rescale "
         f"{name} (e.g. divide by {largest:.3g}, or StandardScaler) before fitting.")
+
+
+# -- the float dtype of a computation, and identity (class) labels ---------------------------
+# One home for two rules every room applies to its input: in which float dtype to compute,
+# and what a class (identity) label of a point may be.
+
+def float_dtype(*arrays):
+    """The float dtype to compute in for ``arrays`` (arrays or dtypes): their common dtype
+    (``np.result_type``) when it is float32 or float64, else float64 (integers, booleans,
+    float16, or float32 mixed with float64 or int64 give float64).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.pairs.checks import float_dtype
+    >>> float_dtype(np.ones(2, np.float32)), float_dtype(np.ones(2, np.int32))
+    (dtype('float32'), dtype('float64'))
+    >>> float_dtype(np.float32, np.float64)
+    dtype('float64')
+    """
+    dtype = np.result_type(*arrays)
+    return dtype if dtype in FLOAT_DTYPES else np.dtype(np.float64)
+
+
+def check_identity_labels(labels, name="labels", n_samples=None):
+    """Class (identity) labels: 1-D, non-empty, numbers or strings, no NaN; as an ndarray.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: 2-D labels, empty labels, NaN / None labels, a length that
+        does not match ``n_samples``.
+    """
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one class label per sample), got shape "
+                         f"{labels.shape}" + (": use np.ravel." if labels.ndim == 2
+                                              and 1 in labels.shape else "."))
+    if labels.size == 0:
+        raise ValueError(f"{name} is empty: one class label per sample is needed.")
+    if n_samples is not None and labels.shape[0] != n_samples:
+        raise ValueError(f"{name} has {labels.shape[0]} labels for {n_samples} samples: "
+                         f"expected shape ({n_samples},), got {labels.shape}.")
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        raise ValueError(f"{name} contains NaN or infinity: every sample needs a class label.")
+    if labels.dtype.kind == "O":
+        bad = [v for v in labels if v is None or (isinstance(v, float) and not np.isfinite(v))]
+        if bad:
+            raise ValueError(f"{name} contains {bad[0]!r}: every sample needs a class label.")
+    if labels.dtype.kind not in "biufUSO":
+        raise ValueError(f"{name} must hold numbers or strings, got dtype {labels.dtype}.")
+    return labels
+
+
+def identity_codes(labels, name="labels", n_samples=None, *, min_identities=1):
+    """The identities (sorted) and each sample's code into them, from checked class labels
+    (:func:`check_identity_labels`): ``np.unique(labels, return_inverse=True)``.
+
+    Parameters
+    ----------
+    labels : array-like of shape (n_samples,)
+    name : str, default="labels"
+        The argument's name in error messages.
+    n_samples : int, default=None
+        If given, the number of labels expected.
+    min_identities : int, default=1
+        Raise ValueError with fewer distinct identities (2 for a between-class statistic).
+
+    Returns
+    -------
+    identities : ndarray of shape (n_identities,)
+    codes : ndarray of shape (n_samples,), intp
+
+    Examples
+    --------
+    >>> from metricfit.pairs.checks import identity_codes
+    >>> identity_codes(["b", "a", "b"])
+    (array(['a', 'b'], dtype='<U1'), array([1, 0, 1]))
+    """
+    labels = check_identity_labels(labels, name, n_samples)
+    identities, codes = np.unique(labels, return_inverse=True)
+    if identities.size < min_identities:
+        raise ValueError(f"{name} holds {identities.size} identity (class): at least "
+                         f"{min_identities} are needed.")
+    return identities, codes

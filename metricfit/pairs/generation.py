@@ -229,6 +229,11 @@ def fold_pairs(identities, folds, n_similar, n_dissimilar=None, random_state=Non
     ------
     ValueError
         On arrays that are not 1-D or differ in length, or bad pair counts.
+
+    References
+    ----------
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
     identities = _as_1d(identities, "identities")
     folds = _as_1d(folds, "folds", identities.shape[0])
@@ -283,6 +288,11 @@ def unrestricted_pairs(identities, train_mask, n_similar, n_dissimilar=None,
     ------
     ValueError
         On a mask of the wrong length, indices out of range, or bad pair counts.
+
+    References
+    ----------
+    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
+      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
     identities = _as_1d(identities, "identities")
     n_samples = identities.shape[0]

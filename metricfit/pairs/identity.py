@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.model_selection import BaseCrossValidator
 from sklearn.utils import check_random_state
 
+from ._index_pairs import IndexPairs, read_rows
 from .generation import _as_1d
 from .protocols import _n_pairs
 
@@ -156,3 +157,50 @@ class IdentityDisjointPairSplit(BaseCrossValidator):
         n_splits : int
         """
         return self.n_splits
+
+
+# -- Identity classes from labelled pairs (PLDA, LDA) ---------------------------------------
+
+def similar_pair_classes(pairs, s, singletons=False):
+    """Points and class codes from labelled pairs, for estimators fitted on classes (PLDA).
+
+    Vector pairs: each similar pair is a class of two points. :class:`IndexPairs`: the
+    classes are the connected components of the graph of similar pairs over the points
+    (a point in several similar pairs is one point of one class). ``singletons``: the
+    points of the dissimilar pairs are added, each a class of its own (vector pairs) or,
+    for index pairs, as components of their own unless a similar pair links them.
+
+    Parameters
+    ----------
+    pairs : ndarray of shape (n_pairs, 2, d) or IndexPairs, validated
+    s : ndarray of shape (n_pairs,), in {-1, +1}, with at least one similar pair
+
+    Returns
+    -------
+    points : ndarray of shape (n_samples, d)
+    codes : ndarray of shape (n_samples,), int
+    """
+    if isinstance(pairs, IndexPairs):
+        return _index_pair_classes(pairs, s, singletons)
+    similar = pairs[s == 1]
+    points = [similar.reshape(-1, pairs.shape[2])]
+    codes = [np.repeat(np.arange(similar.shape[0]), 2)]
+    if singletons:
+        other = pairs[s != 1].reshape(-1, pairs.shape[2])
+        points.append(other)
+        codes.append(similar.shape[0] + np.arange(other.shape[0]))
+    return np.concatenate(points), np.concatenate(codes)
+
+
+def _index_pair_classes(pairs, s, singletons):
+    from scipy.sparse import coo_array
+    from scipy.sparse.csgraph import connected_components
+
+    index = np.asarray(pairs.index)
+    similar = index[s == 1]
+    used = np.unique(index if singletons else similar)
+    local = np.searchsorted(used, similar)
+    graph = coo_array((np.ones(local.shape[0]), (local[:, 0], local[:, 1])),
+                      shape=(used.size, used.size))
+    _, codes = connected_components(graph, directed=False)
+    return np.asarray(read_rows(pairs.points, used, pairs.points.dtype)), codes

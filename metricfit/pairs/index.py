@@ -19,42 +19,27 @@ pairs that gathers rows of the embeddings and scatter-adds per-pair gradients on
 (n_points, width) array R, and ``back`` each block of R with its points (``R^T X``).
 :class:`SerialPasses` runs them here; :func:`metricfit.pairs.passes.make_passes` picks the
 Dask map-reduce (:mod:`metricfit.pairs._dask`) when the points or the index are Dask arrays.
+
+:class:`IndexPairs` and the helpers that read no block of points live in
+:mod:`metricfit.pairs._index_pairs`, :func:`similar_pair_classes` in
+:mod:`metricfit.pairs.identity`; every name stays importable from here.
 """
 
-from numbers import Integral
-
 import numpy as np
-from numba import njit
 
-from .checks import FLOAT_DTYPES, check_pair_labels, check_pairs, check_points
+from ._index_pairs import (IndexPairs, NormalisedRows, _streamed,  # noqa: F401
+                           check_chunk_size, gradient_rows, is_dask, is_index_pairs,
+                           largest_entry, map_pair_vectors, normalised_points, pair_blocks,
+                           pairs_as_given, read_rows, scatter_add_rows)
+from .checks import FLOAT_DTYPES, check_pair_labels, check_pairs, check_points, float_dtype
+from .identity import similar_pair_classes  # noqa: F401
 
-__all__ = ["is_dask", "is_index_pairs", "check_point_store", "check_index_pairs",
-           "check_index_pair_data", "row_blocks", "read_rows", "pair_blocks",
-           "scatter_add_rows", "gradient_rows", "SerialPasses", "IndexPairs",
-           "NormalisedRows", "normalised_points", "check_pair_input", "check_nonzero_points",
-           "pair_differences", "map_pair_vectors", "embed_points", "score_index_pairs",
-           "score_pairs", "pairs_as_given", "largest_entry", "similar_pair_classes"]
+# Public: the index-pair container and its validation. The passes, kernels and block
+# helpers below stay importable from here but are internals.
+__all__ = ["IndexPairs", "check_pair_input", "check_point_store", "check_index_pairs"]
 
 POINT_BLOCK_BYTES = 32 * 2**20  # rows of a point store read per block (~32 MB)
 CHUNK_SIZE = 8192  # index pairs per chunk of the pair pass
-
-
-def is_dask(X):
-    """True for a Dask collection (checked by module name: Dask is never imported here)."""
-    return type(X).__module__.split(".")[0] == "dask"
-
-
-def is_index_pairs(pairs):
-    """True when ``pairs`` is 2-D (index pairs), False for 3-D vector pairs."""
-    return np.ndim(pairs) == 2
-
-
-def _streamed(X):
-    """A point store read block by block (memmap, h5py/zarr dataset, ...), never loaded."""
-    if isinstance(X, np.memmap):
-        return True
-    return (not isinstance(X, (np.ndarray, list, tuple)) and hasattr(X, "shape")
-            and hasattr(X, "dtype") and hasattr(X, "__getitem__"))
 
 
 def row_blocks(n_rows, n_cols, itemsize, max_bytes=None):
@@ -63,17 +48,6 @@ def row_blocks(n_rows, n_cols, itemsize, max_bytes=None):
     max_bytes = POINT_BLOCK_BYTES if max_bytes is None else max_bytes
     step = max(1, int(max_bytes) // max(1, n_cols * itemsize))
     return [slice(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
-
-
-def read_rows(X, rows, dtype):
-    """Rows ``X[rows]`` (a slice or indices) as a C-contiguous NumPy array of ``dtype``."""
-    return np.ascontiguousarray(X[rows], dtype=dtype)
-
-
-def pair_blocks(n_pairs, chunk_size):
-    """Slices of ``chunk_size`` pairs."""
-    return [slice(start, min(start + chunk_size, n_pairs))
-            for start in range(0, n_pairs, int(chunk_size))]
 
 
 def check_point_store(X, *, n_features=None, what="preprocessor"):
@@ -170,65 +144,6 @@ def _index_range(index):
     return low, high
 
 
-def check_chunk_size(chunk_size):
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, Integral) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}.")
-    return int(chunk_size)
-
-
-@njit(cache=True)
-def scatter_add_rows(R, rows, D, weight):  # pragma: no cover (compiled)
-    """``R[rows[i]] += weight * D[i]`` for every i, rows repeated or not (serial, in order)."""
-    m, k = D.shape
-    for i in range(m):
-        r = rows[i]
-        for j in range(k):
-            R[r, j] += weight * D[i, j]
-
-
-def normalised_points(points, normalise):
-    """The points with rows mapped by ``normalise`` (a row-wise map that keeps the width,
-    e.g. L2 normalisation): a copy in memory, per block for a streamed store
-    (:class:`NormalisedRows`) or per chunk for a Dask array, never loading either."""
-    if is_dask(points):
-        return points.rechunk({1: -1}).map_blocks(normalise, dtype=points.dtype)
-    if type(points) is np.ndarray:
-        return normalise(points)
-    return NormalisedRows(points, normalise)
-
-
-class NormalisedRows:
-    """A read-only view of a point store whose rows come out L2-normalised.
-
-    ``normalize=True`` for points that must not be loaded: each block read is normalised
-    (:func:`metricfit.mappings.l2_normalise` semantics, passed in as ``normalise``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from metricfit.mappings import l2_normalise
-    >>> from metricfit.pairs.index import NormalisedRows
-    >>> rows = NormalisedRows(np.array([[3.0, 4.0], [0.0, 2.0], [0.0, 0.0]]), l2_normalise)
-    >>> rows.shape, len(rows)
-    ((3, 2), 3)
-    >>> rows[0:2]  # normalised as read; a zero row stays zero
-    array([[0.6, 0.8],
-           [0. , 1. ]])
-    >>> rows[[2]]
-    array([[0., 0.]])
-    """
-
-    def __init__(self, X, normalise):
-        self.X, self.normalise = X, normalise
-        self.shape, self.dtype = tuple(X.shape), np.dtype(X.dtype)
-
-    def __getitem__(self, rows):
-        return self.normalise(np.asarray(self.X[rows]))
-
-    def __len__(self):
-        return self.shape[0]
-
-
 def check_index_pair_data(points, index, s, validated=False):
     """Validate points (n_points, d), index pairs (n_pairs, 2) and labels; return
     ``(points, index, s)`` with s in the points' float dtype (float32 kept, else float64).
@@ -237,18 +152,11 @@ def check_index_pair_data(points, index, s, validated=False):
     ``validated=True`` (checked at the estimator's edge): only s is converted.
     """
     if validated:
-        dtype = np.dtype(points.dtype) if np.dtype(points.dtype) in FLOAT_DTYPES else np.float64
-        return points, index, np.asarray(s).astype(dtype)
+        return points, index, np.asarray(s).astype(float_dtype(points.dtype))
     points = check_point_store(points, what="points")
     index = check_index_pairs(index, points.shape[0])
-    dtype = np.dtype(points.dtype) if np.dtype(points.dtype) in FLOAT_DTYPES else np.float64
-    s = check_pair_labels(s, index.shape[0], require_both=False).astype(dtype)
+    s = check_pair_labels(s, index.shape[0], require_both=False).astype(float_dtype(points.dtype))
     return points, index, s
-
-
-def gradient_rows(R_block, X_block, theta=None):
-    """Pass 3 of a linear map for a block of points: ``R_block^T X_block`` (width, d)."""
-    return R_block.T @ X_block
 
 
 def _point_blocks(points):
@@ -345,43 +253,6 @@ class SerialPasses:
         return SerialPasses(points, local.reshape(-1, 2), labels, self.dtype, self.chunk_size)
 
 
-class IndexPairs:
-    """Index pairs into points, standing for the (n_pairs, 2, d) array they never form.
-
-    Quacks like that array where the learners need it: ``shape``, ``dtype``, ``len`` and row
-    selection ``pairs[rows]`` (a mask or indices; an all-true mask returns ``self``, so
-    nothing is copied when every pair is used).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from metricfit.pairs.index import IndexPairs
-    >>> pairs = IndexPairs(np.arange(8.0).reshape(4, 2), np.array([[0, 1], [2, 3], [0, 3]]))
-    >>> pairs.shape, len(pairs), pairs.dtype  # as an (n_pairs, 2, d) array would have
-    ((3, 2, 2), 3, dtype('float64'))
-    >>> pairs[[0, 2]].index.tolist(), pairs[np.ones(3, dtype=bool)] is pairs
-    ([[0, 1], [0, 3]], True)
-    """
-
-    def __init__(self, points, index):
-        self.points, self.index = points, index
-        self.shape = (index.shape[0], 2, points.shape[1])
-        self.dtype = np.dtype(points.dtype)
-
-    def __len__(self):
-        return self.shape[0]
-
-    def __getitem__(self, rows):
-        rows = np.asarray(rows)
-        if rows.dtype == bool and rows.all():
-            return self
-        return IndexPairs(self.points, np.asarray(self.index[rows]))
-
-    def with_points(self, points):
-        """The same pairs into other points (e.g. normalised ones)."""
-        return IndexPairs(points, self.index)
-
-
 def _dtype_kind(X):
     return np.dtype(X.dtype).kind if hasattr(X, "dtype") else np.asarray(X).dtype.kind
 
@@ -437,18 +308,6 @@ def pair_differences(pairs, chunk_size=CHUNK_SIZE, dtype=None):
 # -- What the learners do to pairs of either kind (the one place that asks which kind) ----
 
 
-def map_pair_vectors(f, pairs):
-    """Apply the row-wise map ``f`` ((m, d) -> (m, d)) to every vector of ``pairs``.
-
-    Vector pairs (n, 2, d), or points (n, d): ``f`` of the flattened rows, same shape back.
-    :class:`IndexPairs`: the same pairs into the mapped points (:func:`normalised_points`:
-    block by block for a streamed store, per chunk for a Dask array, never loaded).
-    """
-    if isinstance(pairs, IndexPairs):
-        return pairs.with_points(normalised_points(pairs.points, f))
-    return f(pairs.reshape(-1, pairs.shape[-1])).reshape(pairs.shape)
-
-
 def embed_points(transform, points):
     """``transform`` of every point (n_points, k), a block of rows at a time."""
     n, d = points.shape
@@ -494,70 +353,3 @@ def score_pairs(transform, score, pairs, chunk_size=CHUNK_SIZE):
         return score_index_pairs(transform, score, pairs, chunk_size)
     embedded = transform(pairs)  # (n, 2, k)
     return score(embedded[:, 0], embedded[:, 1])
-
-
-def pairs_as_given(pairs):
-    """The pairs as the estimators' public methods take them: the (n_pairs, 2) index of
-    :class:`IndexPairs` (into the estimator's ``preprocessor``), vector pairs unchanged."""
-    return pairs.index if isinstance(pairs, IndexPairs) else pairs
-
-
-def largest_entry(pairs, points=None):
-    """The largest |entry| of the vectors of ``pairs`` (for error messages), NaN if the
-    input is not numeric: vector pairs, :class:`IndexPairs`, or raw (n_pairs, 2) index
-    pairs into ``points``."""
-    if isinstance(pairs, IndexPairs):
-        data = pairs.points
-    elif points is not None and np.ndim(pairs) == 2:  # index pairs as given: rows of points
-        data = points
-    else:
-        data = pairs
-    try:
-        return float(np.max(np.abs(np.asarray(data, dtype=np.float64))))
-    except (TypeError, ValueError):
-        return float("nan")
-
-
-def similar_pair_classes(pairs, s, singletons=False):
-    """Points and class codes from labelled pairs, for estimators fitted on classes (PLDA).
-
-    Vector pairs: each similar pair is a class of two points. :class:`IndexPairs`: the
-    classes are the connected components of the graph of similar pairs over the points
-    (a point in several similar pairs is one point of one class). ``singletons``: the
-    points of the dissimilar pairs are added, each a class of its own (vector pairs) or,
-    for index pairs, as components of their own unless a similar pair links them.
-
-    Parameters
-    ----------
-    pairs : ndarray of shape (n_pairs, 2, d) or IndexPairs, validated
-    s : ndarray of shape (n_pairs,), in {-1, +1}, with at least one similar pair
-
-    Returns
-    -------
-    points : ndarray of shape (n_samples, d)
-    codes : ndarray of shape (n_samples,), int
-    """
-    if isinstance(pairs, IndexPairs):
-        return _index_pair_classes(pairs, s, singletons)
-    similar = pairs[s == 1]
-    points = [similar.reshape(-1, pairs.shape[2])]
-    codes = [np.repeat(np.arange(similar.shape[0]), 2)]
-    if singletons:
-        other = pairs[s != 1].reshape(-1, pairs.shape[2])
-        points.append(other)
-        codes.append(similar.shape[0] + np.arange(other.shape[0]))
-    return np.concatenate(points), np.concatenate(codes)
-
-
-def _index_pair_classes(pairs, s, singletons):
-    from scipy.sparse import coo_array
-    from scipy.sparse.csgraph import connected_components
-
-    index = np.asarray(pairs.index)
-    similar = index[s == 1]
-    used = np.unique(index if singletons else similar)
-    local = np.searchsorted(used, similar)
-    graph = coo_array((np.ones(local.shape[0]), (local[:, 0], local[:, 1])),
-                      shape=(used.size, used.size))
-    _, codes = connected_components(graph, directed=False)
-    return np.asarray(read_rows(pairs.points, used, pairs.points.dtype)), codes

@@ -158,6 +158,11 @@ class FoldRotation(_PairFolds):
     [0 1 6 7] [2 3] [4 5]
     >>> [(train.size, test.size) for train, test in cv.split()]  # no validation pairs
     [(4, 2), (4, 2), (4, 2), (4, 2)]
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
 
     def __init__(self, pair_fold, n_train_folds=8):
@@ -278,6 +283,11 @@ class ValidationSplit(BaseCrossValidator):
     >>> cv = ValidationSplit([False, False, True])
     >>> [(train.tolist(), val.tolist()) for train, val in cv.split()]
     [([0, 1], [2])]
+
+    References
+    ----------
+    - Zheng, Idrissi, Garcia, Duffner and Baskurt, "Triangular Similarity Metric Learning for Face
+      Verification", FG 2015 (seed 002).
     """
 
     def __init__(self, is_validation):

@@ -1,0 +1,191 @@
+r"""numba kernels of the LeNet-style trainable subsampling layer (seed 000, section 3.2;
+LeCun et al. 1998, section II.B): the mean of each window times a coefficient plus a bias,
+optionally followed by tanh (:mod:`._squash`), forward and hand-written backward. See
+:mod:`._kernels` for the conventions.
+"""
+
+import numpy as np
+from numba import njit
+
+from ._squash import squash_into
+
+LANES = 16  # partial sums per map in the subsampling's coefficient and bias gradients
+
+__all__ = ["subsample_forward", "subsample_forward_into", "subsample_backward",
+           "subsample_backward_into"]
+
+
+def subsample_forward(X, coef, bias, sh, sw, squash=False):
+    r"""LeNet trainable subsampling: ``Y[m] = coef[m] * mean of each sh x sw window + bias[m]``
+    (then tanh when ``squash``): one call of :func:`subsample_forward_into` on the whole batch.
+
+    Non-overlapping windows from the top-left corner; rows (columns) beyond the last whole
+    window are dropped (``ho = h // sh``, ``wo = w // sw``).
+
+    Returns
+    -------
+    Y : ndarray of shape (n, m, h // sh, w // sw)
+    means : ndarray of the same shape, the window means (kept for the backward pass)
+    """
+    n, m, h, w = X.shape
+    means = np.empty((n, m, h // sh, w // sw), X.dtype)
+    Y = np.empty((n, m, h // sh, w // sw), X.dtype)
+    subsample_forward_into(X, coef.astype(X.dtype), bias.astype(X.dtype), sh, sw, Y, means,
+                           squash)
+    return Y, means
+
+
+@njit(cache=True, nogil=True)
+def _window_sums(row_sums, sw, out):  # pragma: no cover (compiled)
+    """``out[k] = row_sums[k sw] + row_sums[k sw + 1] + ... + row_sums[k sw + sw - 1]`` (in
+    that order) over a whole map; the common widths 2 and 3 written out, so that the strides
+    are constants the compiler can vectorise."""
+    if sw == 2:
+        for k in range(out.size):
+            out[k] = row_sums[2 * k] + row_sums[2 * k + 1]
+    elif sw == 3:
+        for k in range(out.size):
+            out[k] = (row_sums[3 * k] + row_sums[3 * k + 1]) + row_sums[3 * k + 2]
+    else:
+        for k in range(out.size):
+            total = row_sums[k * sw]
+            for t in range(1, sw):
+                total += row_sums[k * sw + t]
+            out[k] = total
+
+
+@njit(cache=True, nogil=True)
+def subsample_forward_into(X, coef, bias, sh, sw, Y, means, squash):  # pragma: no cover
+    """:func:`subsample_forward` written into ``Y`` and ``means`` (n, m, h // sh, w // sw).
+    Per map: the ``sh`` rows of each window row added first (contiguous slices, in order),
+    then the ``sw`` columns of those sums (:func:`_window_sums`, over the whole map at once);
+    coefficient, bias and tanh then over the whole map."""
+    n, m, h, w = X.shape
+    ho, wo = h // sh, w // sw
+    row = wo * sw  # columns beyond the last whole window are dropped
+    inv = 1.0 / (sh * sw)
+    X3 = X.reshape(n, m, h * w)
+    row_sums = np.empty(ho * row, X.dtype)
+    sums = np.empty(ho * wo, X.dtype)
+    pre = np.empty(ho * wo, X.dtype)
+    for i in range(n):
+        for c in range(m):
+            x = X3[i, c]
+            for r in range(ho):
+                dst = row_sums[r * row:(r + 1) * row]
+                src = x[r * sh * w:r * sh * w + row]
+                for j in range(row):
+                    dst[j] = src[j]
+                for a in range(1, sh):
+                    src = x[(r * sh + a) * w:(r * sh + a) * w + row]
+                    for j in range(row):
+                        dst[j] += src[j]
+            _window_sums(row_sums, sw, sums)
+            mean = means[i, c].reshape(ho * wo)
+            for k in range(ho * wo):
+                mean[k] = sums[k] * inv
+                pre[k] = coef[c] * mean[k]
+            squash_into(pre, bias[c], Y[i, c].reshape(ho * wo), squash)
+
+
+def subsample_backward(means, coef, dY, h, w, sh, sw, Y=None):
+    r"""Gradients of :func:`subsample_forward`: one call of :func:`subsample_backward_into`.
+
+    With ``g = dY`` (times ``1 - Y^2`` when Y, the squashed output, is given):
+    ``dL/dcoef_m = sum g_m * means_m``, ``dL/dbias_m = sum g_m``, and every input of a
+    window gets ``coef_m g / (sh sw)`` (dropped rows and columns get 0).
+
+    Returns
+    -------
+    dX : ndarray of shape (n, m, h, w)
+    dcoef, dbias : ndarrays of shape (m,)
+    """
+    dX = np.empty((dY.shape[0], dY.shape[1], h, w), dY.dtype)
+    Y = np.empty((0, 0, 0, 0), dY.dtype) if Y is None else Y
+    dcoef, dbias = subsample_backward_into(means, coef.astype(dY.dtype), dY, Y, sh, sw, dX)
+    return dX, dcoef, dbias
+
+
+@njit(cache=True, nogil=True)
+def _lane_sums_add(g, mean, lanes_coef, lanes_bias):  # pragma: no cover (compiled)
+    """``lanes_coef[l] += sum of g[p] mean[p]`` and ``lanes_bias[l] += sum of g[p]`` over
+    ``p = l (mod LANES)``, p in order: element-wise over the lanes (a loop that vectorises),
+    a fixed order whatever the vector width."""
+    size = g.size
+    for start in range(0, size - LANES + 1, LANES):
+        gs, ms = g[start:start + LANES], mean[start:start + LANES]
+        for lane in range(LANES):
+            lanes_coef[lane] += gs[lane] * ms[lane]
+            lanes_bias[lane] += gs[lane]
+    tail = size - size % LANES
+    for p in range(tail, size):
+        lanes_coef[p - tail] += g[p] * mean[p]
+        lanes_bias[p - tail] += g[p]
+
+
+@njit(cache=True, nogil=True)
+def _repeat_each(values, sw, out):  # pragma: no cover (compiled)
+    """``out[k sw + t] = values[k]`` for t < sw (the widths 2 and 3 written out, as in
+    :func:`_window_sums`)."""
+    if sw == 2:
+        for k in range(values.size):
+            out[2 * k] = values[k]
+            out[2 * k + 1] = values[k]
+    elif sw == 3:
+        for k in range(values.size):
+            out[3 * k] = values[k]
+            out[3 * k + 1] = values[k]
+            out[3 * k + 2] = values[k]
+    else:
+        for k in range(values.size):
+            for t in range(sw):
+                out[k * sw + t] = values[k]
+
+
+@njit(cache=True, nogil=True)
+def subsample_backward_into(means, coef, dY, Y, sh, sw, dX):  # pragma: no cover (compiled)
+    """:func:`subsample_backward` with dL/dX written into ``dX`` (n, m, h, w); an empty Y means
+    no tanh. Returns ``(dcoef, dbias)``: per map, ``LANES`` partial sums over the chunk's
+    images (:func:`_lane_sums_add`), added up in lane order at the end. Each window's share
+    is repeated along its row (:func:`_repeat_each`), then that row copied to the window's
+    ``sh`` rows."""
+    n, m, ho, wo = dY.shape
+    h, w = dX.shape[2], dX.shape[3]
+    size, row = ho * wo, wo * sw
+    inv = 1.0 / (sh * sw)
+    squash = Y.size > 0
+    lanes_coef = np.zeros((m, LANES), dY.dtype)
+    lanes_bias = np.zeros((m, LANES), dY.dtype)
+    g = np.empty(size, dY.dtype)
+    share = np.empty(size, dY.dtype)
+    repeated = np.empty(ho * row, dY.dtype)
+    dX3 = dX.reshape(n, m, h * w)
+    for i in range(n):
+        for c in range(m):
+            dy = dY[i, c].reshape(size)
+            if squash:
+                y = Y[i, c].reshape(size)
+                for p in range(size):
+                    g[p] = dy[p] * (1 - y[p] * y[p])
+            else:
+                g[:] = dy
+            _lane_sums_add(g, means[i, c].reshape(size), lanes_coef[c], lanes_bias[c])
+            for k in range(size):
+                share[k] = coef[c] * g[k] * inv
+            _repeat_each(share, sw, repeated)
+            dx = dX3[i, c]
+            if ho * sh < h or row < w:  # rows or columns beyond the last whole window
+                dx[:] = 0
+            for r in range(ho):
+                src = repeated[r * row:(r + 1) * row]
+                for a in range(sh):
+                    dst = dx[(r * sh + a) * w:(r * sh + a) * w + row]
+                    for j in range(row):
+                        dst[j] = src[j]
+    dcoef = np.zeros(m, dY.dtype)
+    dbias = np.zeros(m, dY.dtype)
+    for c in range(m):
+        for lane in range(LANES):
+            dcoef[c] += lanes_coef[c, lane]
+            dbias[c] += lanes_bias[c, lane]
+    return dcoef, dbias

@@ -1,0 +1,176 @@
+"""Index pairs as the learners hold them: :class:`IndexPairs`, and what needs no block of a
+point store read (the kind of pairs, row selection, the scatter-add of pass 2, a row-wise map
+of the points). Every name is importable from :mod:`metricfit.pairs.index`, which adds the
+validation of point stores and the passes over blocks of rows and chunks of pairs.
+"""
+
+from numbers import Integral
+
+import numpy as np
+from numba import njit
+
+__all__ = ["IndexPairs"]
+
+
+def is_dask(X):
+    """True for a Dask collection (checked by module name: Dask is never imported here)."""
+    return type(X).__module__.split(".")[0] == "dask"
+
+
+def is_index_pairs(pairs):
+    """True when ``pairs`` is 2-D (index pairs), False for 3-D vector pairs."""
+    return np.ndim(pairs) == 2
+
+
+def _streamed(X):
+    """A point store read block by block (memmap, h5py/zarr dataset, ...), never loaded."""
+    if isinstance(X, np.memmap):
+        return True
+    return (not isinstance(X, (np.ndarray, list, tuple)) and hasattr(X, "shape")
+            and hasattr(X, "dtype") and hasattr(X, "__getitem__"))
+
+
+def read_rows(X, rows, dtype):
+    """Rows ``X[rows]`` (a slice or indices) as a C-contiguous NumPy array of ``dtype``."""
+    return np.ascontiguousarray(X[rows], dtype=dtype)
+
+
+def pair_blocks(n_pairs, chunk_size):
+    """Slices of ``chunk_size`` pairs."""
+    return [slice(start, min(start + chunk_size, n_pairs))
+            for start in range(0, n_pairs, int(chunk_size))]
+
+
+def check_chunk_size(chunk_size):
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, Integral) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}.")
+    return int(chunk_size)
+
+
+@njit(cache=True)
+def scatter_add_rows(R, rows, D, weight):  # pragma: no cover (compiled)
+    """``R[rows[i]] += weight * D[i]`` for every i, rows repeated or not (serial, in order)."""
+    m, k = D.shape
+    for i in range(m):
+        r = rows[i]
+        for j in range(k):
+            R[r, j] += weight * D[i, j]
+
+
+def normalised_points(points, normalise):
+    """The points with rows mapped by ``normalise`` (a row-wise map that keeps the width,
+    e.g. L2 normalisation): a copy in memory, per block for a streamed store
+    (:class:`NormalisedRows`) or per chunk for a Dask array, never loading either."""
+    if is_dask(points):
+        return points.rechunk({1: -1}).map_blocks(normalise, dtype=points.dtype)
+    if type(points) is np.ndarray:
+        return normalise(points)
+    return NormalisedRows(points, normalise)
+
+
+class NormalisedRows:
+    """A read-only view of a point store whose rows come out L2-normalised.
+
+    ``normalize=True`` for points that must not be loaded: each block read is normalised
+    (:func:`metricfit.mappings.l2_normalize` semantics, passed in as ``normalise``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.mappings import l2_normalize
+    >>> from metricfit.pairs.index import NormalisedRows
+    >>> rows = NormalisedRows(np.array([[3.0, 4.0], [0.0, 2.0], [0.0, 0.0]]), l2_normalize)
+    >>> rows.shape, len(rows)
+    ((3, 2), 3)
+    >>> rows[0:2]  # normalised as read; a zero row stays zero
+    array([[0.6, 0.8],
+           [0. , 1. ]])
+    >>> rows[[2]]
+    array([[0., 0.]])
+    """
+
+    def __init__(self, X, normalise):
+        self.X, self.normalise = X, normalise
+        self.shape, self.dtype = tuple(X.shape), np.dtype(X.dtype)
+
+    def __getitem__(self, rows):
+        return self.normalise(np.asarray(self.X[rows]))
+
+    def __len__(self):
+        return self.shape[0]
+
+
+def gradient_rows(R_block, X_block, theta=None):
+    """Pass 3 of a linear map for a block of points: ``R_block^T X_block`` (width, d)."""
+    return R_block.T @ X_block
+
+
+class IndexPairs:
+    """Index pairs into points, standing for the (n_pairs, 2, d) array they never form.
+
+    Quacks like that array where the learners need it: ``shape``, ``dtype``, ``len`` and row
+    selection ``pairs[rows]`` (a mask or indices; an all-true mask returns ``self``, so
+    nothing is copied when every pair is used).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.pairs.index import IndexPairs
+    >>> pairs = IndexPairs(np.arange(8.0).reshape(4, 2), np.array([[0, 1], [2, 3], [0, 3]]))
+    >>> pairs.shape, len(pairs), pairs.dtype  # as an (n_pairs, 2, d) array would have
+    ((3, 2, 2), 3, dtype('float64'))
+    >>> pairs[[0, 2]].index.tolist(), pairs[np.ones(3, dtype=bool)] is pairs
+    ([[0, 1], [0, 3]], True)
+    """
+
+    def __init__(self, points, index):
+        self.points, self.index = points, index
+        self.shape = (index.shape[0], 2, points.shape[1])
+        self.dtype = np.dtype(points.dtype)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, rows):
+        rows = np.asarray(rows)
+        if rows.dtype == bool and rows.all():
+            return self
+        return IndexPairs(self.points, np.asarray(self.index[rows]))
+
+    def with_points(self, points):
+        """The same pairs into other points (e.g. normalised ones)."""
+        return IndexPairs(points, self.index)
+
+
+def map_pair_vectors(f, pairs):
+    """Apply the row-wise map ``f`` ((m, d) -> (m, d)) to every vector of ``pairs``.
+
+    Vector pairs (n, 2, d), or points (n, d): ``f`` of the flattened rows, same shape back.
+    :class:`IndexPairs`: the same pairs into the mapped points (:func:`normalised_points`:
+    block by block for a streamed store, per chunk for a Dask array, never loaded).
+    """
+    if isinstance(pairs, IndexPairs):
+        return pairs.with_points(normalised_points(pairs.points, f))
+    return f(pairs.reshape(-1, pairs.shape[-1])).reshape(pairs.shape)
+
+
+def pairs_as_given(pairs):
+    """The pairs as the estimators' public methods take them: the (n_pairs, 2) index of
+    :class:`IndexPairs` (into the estimator's ``preprocessor``), vector pairs unchanged."""
+    return pairs.index if isinstance(pairs, IndexPairs) else pairs
+
+
+def largest_entry(pairs, points=None):
+    """The largest |entry| of the vectors of ``pairs`` (for error messages), NaN if the
+    input is not numeric: vector pairs, :class:`IndexPairs`, or raw (n_pairs, 2) index
+    pairs into ``points``."""
+    if isinstance(pairs, IndexPairs):
+        data = pairs.points
+    elif points is not None and np.ndim(pairs) == 2:  # index pairs as given: rows of points
+        data = points
+    else:
+        data = pairs
+    try:
+        return float(np.max(np.abs(np.asarray(data, dtype=np.float64))))
+    except (TypeError, ValueError):
+        return float("nan")
