@@ -266,7 +266,7 @@ def test_fast_cohort_scores_match_pair_scores(rng, make):
 
     from metricfit import WCCN, LengthNormalizer
     from metricfit.backend.score_norm import _fast_cross_scores
-    from metricfit.metrics import _llr_response
+    from metricfit.metrics import llr_response
 
     centres = rng.normal(size=(30, 5)) * 2
     labels = np.repeat(np.arange(30), 4)
@@ -276,7 +276,7 @@ def test_fast_cohort_scores_match_pair_scores(rng, make):
                "wccn": make_pipeline(WCCN(), CosineSimilarity()),
                "tsml": TSML(lam=0.1)}[make].fit(X[index], s)
     A, C = X[:7], X[50:61]
-    slow = np.array([[_llr_response(learner, np.stack([a, c])[None])[0] for c in C] for a in A])
+    slow = np.array([[llr_response(learner, np.stack([a, c])[None])[0] for c in C] for a in A])
     fast = _fast_cross_scores(learner, A, C)
     assert fast is not None
     assert_allclose(fast, slow, rtol=1e-9, atol=1e-9)
