@@ -49,8 +49,10 @@ from pathlib import Path
 import numpy as np
 from scipy import ndimage
 
-from metricfit.cnn import energy, gaussian_claims
+from metricfit.backend import gaussian_claims
+from metricfit.cnn import energy
 from metricfit.datasets import load_att_faces, load_lfw
+from metricfit.learners import score_kind
 from metricfit.learners.siamese_cnn import SiameseCNN
 from metricfit.metrics import false_reject_at_false_accept, max_decision_accuracy
 from metricfit.pairs import sample_pairs
@@ -96,7 +98,7 @@ def frr_at(genuine, scores):
 
 def claims(subjects, is_model):
     """Every claim "probe is subject c": c's non-model images (genuine) and all images of the
-    other subjects (impostor), in the order of :func:`metricfit.cnn.gaussian_claims`."""
+    other subjects (impostor), in the order of :func:`metricfit.backend.gaussian_claims`."""
     probe, claimed = [], []
     for c in np.unique(subjects):
         rows = np.flatnonzero((subjects != c) | ~is_model)
@@ -211,7 +213,7 @@ def embed(est, images):
     for the losses that score pairs by the cosine ('triangular'), L2 between unit vectors
     (a monotone function of the cosine)."""
     Z = est.transform(images).astype(np.float64)
-    if est._score_kind == "cosine":
+    if score_kind(est) == "cosine":
         return Z / np.linalg.norm(Z, axis=1, keepdims=True), "l2"
     return Z, est.energy
 

@@ -64,6 +64,7 @@ from metricfit.datasets import load_lfw
 from metricfit.mappings import MAPPINGS, MLP, l2_normalise
 from metricfit.metrics import accuracy_at_threshold, equal_error_rate, max_decision_accuracy
 from metricfit.pairs import sample_pairs
+from metricfit.pairs.tags import PairTags
 
 try:
     from metricfit import DDML
@@ -381,16 +382,15 @@ def run_sgd(similar_only, split, args):
 
 class FixedEmbedding(BaseEstimator):
     """A fitted linear metric as MkNN's base metric: ``x -> L x`` (inputs L2-normalised
-    first when ``normalize``), with the learner's ``_score_kind``."""
+    first when ``normalize``), declaring the learner's score kind."""
 
     def __init__(self, components=None, normalize=False, score_kind="distance"):
         self.components = components
         self.normalize = normalize
         self.score_kind = score_kind
 
-    @property
-    def _score_kind(self):
-        return self.score_kind
+    def __metricfit_tags__(self):
+        return PairTags(score_kind=self.score_kind)
 
     def fit(self, X=None, y=None):
         self.components_ = np.asarray(self.components)

@@ -10,14 +10,14 @@ become float64. Decompositions run in float64 through LAPACK (``scipy.linalg``).
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import linalg, sparse
+from scipy import linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .pairs.checks import check_representable, largest_magnitude, scale_exponent
-from ._validation import (Interval, PointOutputMixin, check_feature_names,
-                          check_identity_labels, validate_params)
-from .pairs import check_pair_labels, check_pairs, check_points
+from .pairs.checks import (check_representable, check_transformer_input, largest_magnitude,
+                           scale_exponent)
+from ._validation import Interval, PointOutputMixin, check_identity_labels, validate_params
+from .pairs import check_pair_labels
 from .pairs.index import IndexPairs, check_pair_input, pair_differences
 
 __all__ = ["WPCA", "WCCN"]
@@ -33,39 +33,6 @@ def _rank_rtol(n, d):
     value <= s_max * max(n, d) * eps is zero (``numpy.linalg.matrix_rank``, scikit-learn's
     PCA), i.e. an eigenvalue (s^2) <= lam_max * (max(n, d) * eps)^2."""
     return (max(n, d) * np.finfo(np.float64).eps) ** 2
-
-
-def _check_input(estimator, X, reset):
-    """Validate points (n, d) or pairs (n, 2, d) for ``estimator``; return a float array."""
-    if sparse.issparse(X):
-        raise TypeError(f"{type(estimator).__name__} does not accept sparse input: use .toarray().")
-    if reset:
-        estimator.__dict__.pop("feature_names_in_", None)  # set again below for a DataFrame
-    check_feature_names(estimator, X, reset=reset)
-    X = np.asarray(X)
-    if X.dtype == object:
-        X = X.astype(np.float64)  # numbers stored as objects; anything else raises TypeError
-    if X.dtype.kind == "c":
-        raise ValueError("Complex data not supported: X must hold real numbers.")
-    if X.ndim not in (2, 3):
-        raise ValueError(
-            "X must be points of shape (n_samples, n_features) or pairs of shape "
-            f"(n_pairs, 2, n_features), got an array of shape {X.shape}. Reshape your data."
-        )
-    if X.shape[0] == 0 or X.shape[-1] == 0:
-        what = "sample" if X.shape[0] == 0 else "feature"
-        raise ValueError(
-            f"Found array with 0 {what}(s) (shape={X.shape}) while a minimum of 1 is required."
-        )
-    X = check_points(X) if X.ndim == 2 else check_pairs(X, what="X (pairs)")
-    if not reset and X.shape[-1] != estimator.n_features_in_:
-        raise ValueError(
-            f"X has {X.shape[-1]} features, but {type(estimator).__name__} is expecting "
-            f"{estimator.n_features_in_} features as input."
-        )
-    if reset:
-        estimator.n_features_in_ = X.shape[-1]
-    return X
 
 
 def _fix_signs(V):
@@ -229,7 +196,7 @@ class WPCA(_Whitener):
         self : WPCA
         """
         validate_params(self)
-        X = _check_input(self, X, reset=True)
+        X = check_transformer_input(self, X, reset=True)
         X = X.reshape(-1, X.shape[-1])
         n, d = X.shape
         if n < 2:
@@ -259,7 +226,7 @@ class WPCA(_Whitener):
         Computes :math:`(X - \\mu) W^T` with the input's dtype.
         """
         check_is_fitted(self)
-        Z = _project(_check_input(self, X, reset=False), self.components_, self.mean_)
+        Z = _project(check_transformer_input(self, X, reset=False), self.components_, self.mean_)
         return self._wrap_output(Z, X)
 
 
@@ -417,7 +384,7 @@ class WCCN(_Whitener):
         validate_params(self)
         if y is None:
             raise ValueError("WCCN requires y to be passed, but the target y is None.")
-        X = _check_input(self, X, reset=True)
+        X = check_transformer_input(self, X, reset=True)
         d = X.shape[-1]
         self._check_n_components(d, "n_features")
         largest = largest_magnitude(X)
@@ -488,7 +455,7 @@ class WCCN(_Whitener):
     def transform(self, X):
         """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k) as :math:`X W^T`."""
         check_is_fitted(self)
-        Z = _project(_check_input(self, X, reset=False), self.components_)
+        Z = _project(check_transformer_input(self, X, reset=False), self.components_)
         return self._wrap_output(Z, X)
 
     def __sklearn_tags__(self):

@@ -187,13 +187,19 @@ def test_enrolment_methods(rng):
     assert_allclose(score_sets(plda, enrol, test), plda.score_sets(enrol, test))
     one = score_sets(plda, [X[0]], [X[1]])
     assert_allclose(one, plda.pair_score(np.stack([X[[0]], X[[1]]], 1)))
-    pairs = lambda e, t: np.stack([np.repeat(e, len(t), 0), np.tile(t, (len(e), 1))], 1)
+
+    def pairs(e, t):
+        return np.stack([np.repeat(e, len(t), 0), np.tile(t, (len(e), 1))], 1)
+
     assert_allclose(score_sets(plda, enrol[:1], test[:1], "mean-score"),
                     plda.pair_score(pairs(X[0:3], X[3:5])).mean())
     assert_allclose(score_sets(plda, enrol[:1], test[:1], "max-score"),
                     plda.pair_score(pairs(X[0:3], X[3:5])).max())
     cosine = CosineSimilarity().fit(np.stack([X[:10], X[10:20]], 1), np.r_[[1] * 5, [-1] * 5])
-    unit = lambda Z: Z / np.linalg.norm(Z, axis=1, keepdims=True)
+
+    def unit(Z):
+        return Z / np.linalg.norm(Z, axis=1, keepdims=True)
+
     a, b = unit(X[0:3]).mean(0), unit(X[3:5]).mean(0)
     assert_allclose(score_sets(cosine, enrol[:1], test[:1]),
                     a @ b / np.linalg.norm(a) / np.linalg.norm(b))
@@ -266,7 +272,7 @@ def test_fast_cohort_scores_match_pair_scores(rng, make):
 
     from metricfit import WCCN, LengthNormalizer
     from metricfit.backend.score_norm import _fast_cross_scores
-    from metricfit.metrics import _llr_response
+    from metricfit.metrics import llr_response
 
     centres = rng.normal(size=(30, 5)) * 2
     labels = np.repeat(np.arange(30), 4)
@@ -276,8 +282,46 @@ def test_fast_cohort_scores_match_pair_scores(rng, make):
                "wccn": make_pipeline(WCCN(), CosineSimilarity()),
                "tsml": TSML(lam=0.1)}[make].fit(X[index], s)
     A, C = X[:7], X[50:61]
-    slow = np.array([[_llr_response(learner, np.stack([a, c])[None])[0] for c in C] for a in A])
+    slow = np.array([[llr_response(learner, np.stack([a, c])[None])[0] for c in C] for a in A])
     fast = _fast_cross_scores(learner, A, C)
     assert fast is not None
     assert_allclose(fast, slow, rtol=1e-9, atol=1e-9)
     assert_allclose(cohort_scores(learner, A, C), slow, rtol=1e-9, atol=1e-9)
+
+
+def test_the_gaussian_claim_model_lives_in_the_backend_and_the_cnn_name_is_deprecated():
+    import importlib
+    import sys
+
+    from metricfit.backend import gaussian
+
+    sys.modules.pop("metricfit.cnn.gaussian", None)
+    with pytest.warns(FutureWarning, match="metricfit.backend.gaussian instead"):
+        alias = importlib.import_module("metricfit.cnn.gaussian")
+    assert alias.gaussian_claims is gaussian.gaussian_claims
+    assert alias.fit_gaussian is gaussian.fit_gaussian
+
+
+def test_the_backend_reads_the_declared_score_kind():
+    """A calibrated scorer declares 'llr'; a scorer that declares no kind is refused, never
+    given a guessed fast path."""
+    from sklearn.base import BaseEstimator
+
+    from metricfit.backend import score_sets
+    from metricfit.learners import score_kind
+
+    rng = np.random.default_rng(0)
+    pairs = rng.normal(size=(40, 2, 3))
+    y = np.where(np.arange(40) % 2 == 0, 1, -1)
+    pairs[y == 1, 1] = pairs[y == 1, 0] + 0.1 * rng.normal(size=(20, 3))
+    cosine = CosineSimilarity().fit(pairs, y)
+    assert score_kind(CalibratedScorer(cosine).fit(pairs, y)) == "llr"
+
+    class Undeclared(BaseEstimator):
+        def pair_score(self, pairs):
+            return cosine.pair_score(pairs)
+
+    with pytest.raises(TypeError, match="Undeclared declares no score kind"):
+        cohort_scores(Undeclared(), pairs[:3, 0], pairs[:, 1])
+    with pytest.raises(TypeError, match="declares no score kind"):
+        score_sets(Undeclared(), [pairs[:2, 0]], [pairs[2, 1]])

@@ -345,7 +345,7 @@ def test_cosine_back_end_paths_are_scale_invariant(scale):
 
 @pytest.mark.parametrize("scale", (2.0 ** -700, 2.0 ** 700))
 def test_gaussian_claims_are_scale_invariant(scale):
-    from metricfit.cnn.gaussian import gaussian_claims
+    from metricfit.backend.gaussian import gaussian_claims
 
     rng = np.random.default_rng(3)
     subjects = np.repeat(np.arange(4), 6)

@@ -179,3 +179,37 @@ def test_registry_lists_every_public_estimator():
     public.add(ScoreFusion.__name__)
     registered = {type(entry.factory()).__name__ for entry in REGISTRY.values()}
     assert public <= registered, public - registered
+
+
+def test_every_estimator_declares_its_score_kind(case, fit_once):
+    """The kind is a declared tag (metricfit.pairs.tags), read through a Pipeline too, and the
+    scores keep to its range."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from metricfit.learners import score_kind
+    from metricfit.pairs.tags import SCORE_KINDS
+
+    kind = score_kind(case.estimator())
+    assert kind in SCORE_KINDS
+    assert score_kind(make_pipeline(FunctionTransformer(), case.estimator())) == kind
+    scores = fit_once.pair_score(case.pairs()[0])
+    if kind == "cosine":
+        assert np.all(np.abs(scores) <= 1 + 1e-6)
+    if kind == "probability":
+        assert np.all((scores >= 0) & (scores <= 1))
+
+
+def test_a_learner_that_declares_no_score_kind_is_refused():
+    from sklearn.base import BaseEstimator
+
+    from metricfit.learners import score_kind
+    from metricfit.learners._base import PairLearnerMixin
+
+    class Forgetful(PairLearnerMixin, BaseEstimator):
+        pass
+
+    with pytest.raises(TypeError, match="Forgetful declares no score kind"):
+        score_kind(Forgetful())
+    with pytest.raises(TypeError, match="declares no score kind"):
+        Forgetful()._score_embedded(np.ones((1, 2)), np.ones((1, 2)))  # no silent cosine

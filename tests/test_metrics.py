@@ -398,3 +398,18 @@ def test_get_scorer_unknown_name():
     assert get_scorer("max_accuracy") is max_accuracy_scorer
     with pytest.raises(ValueError, match="neg_eer"):
         get_scorer("accuracy")
+
+
+def test_the_metrics_package_keeps_every_name_and_its_modules_export_them():
+    """metrics.py became a package (issue 25): each name of ``metricfit.metrics.__all__`` is
+    the object of one of its modules, and the modules export nothing else."""
+    import metricfit.metrics as package
+    from metricfit.metrics import cost, det, rates, scorers
+
+    modules = (rates, cost, det, scorers)
+    exported = [name for module in modules for name in module.__all__]
+    assert sorted(exported) == sorted(package.__all__)
+    for module in modules:
+        for name in module.__all__:
+            assert getattr(package, name) is getattr(module, name), name
+    assert package.llr_response is scorers.llr_response and "llr_response" not in package.__all__

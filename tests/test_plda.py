@@ -96,8 +96,8 @@ def test_em_increases_the_likelihood_at_every_iteration(n_components):
     assert len(steps) == 30
     assert (steps >= -1e-9 * np.abs(plda.log_likelihood_[1:])).all(), steps
     stats = core.class_statistics(X, np.unique(labels, return_inverse=True)[1])
-    I = np.eye(D)
-    start = core.log_likelihood(I, I, *stats[:2], stats[3]) if n_components is None else None
+    eye = np.eye(D)
+    start = core.log_likelihood(eye, eye, *stats[:2], stats[3]) if n_components is None else None
     if start is not None:  # the in-basis value of the iteration = the plain eq. (2)
         assert plda.log_likelihood_[0] == pytest.approx(start, rel=1e-10)
     end = core.log_likelihood(plda.between_covariance_, plda.within_covariance_, *stats[:2],
@@ -266,3 +266,23 @@ def test_length_normalizer_bad_input(data):
     with pytest.raises(ValueError, match="NaN"):
         LengthNormalizer().fit(np.full((3, 2), np.nan))
     assert_allclose(LengthNormalizer(whiten=False).fit(X).transform(X.mean(axis=0)[None]), 0)
+
+
+def test_the_plda_scorer_is_the_one_home_of_the_llr():
+    """PLDA's pair scores, N-vs-M scores and the back-end's (n, K) cohort scores all come from
+    backend.plda.PLDAScorer; its GEMM expansion is the pairwise LLR."""
+    from metricfit.backend.plda import PLDAScorer, plda_scorer
+
+    rng = np.random.default_rng(0)
+    B, W = true_model()
+    X, labels = draw(B, W, 60, 4, rng)
+    plda = PLDA().fit(X, labels)
+    scorer = plda.scorer_
+    assert isinstance(scorer, PLDAScorer) and scorer.psi is plda.psi_
+    assert plda_scorer(plda) is not None and plda_scorer(PLDA()) is None
+    A, C = plda.transform(X[:5]), plda.transform(X[5:12])
+    pairs = np.stack([np.repeat(A, 7, axis=0), np.tile(C, (5, 1))], axis=1)
+    assert_allclose(scorer.cross_llr(A, C).ravel(), scorer.pair_llr(pairs[:, 0], pairs[:, 1]))
+    assert_allclose(scorer.pair_llr(pairs[:, 0], pairs[:, 1]),
+                    plda.pair_score(np.stack([np.repeat(X[:5], 7, axis=0),
+                                              np.tile(X[5:12], (5, 1))], axis=1)))

@@ -24,8 +24,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import metrics
 from .._validation import Interval, StrOptions, validate_params
-from ..metrics import _check_labels_and_scores, _check_scores, _llr_response, _require_both
-from ..pairs.checks import pair_classes
+from ..metrics.scorers import llr_response
+from ..pairs.checks import (check_labels_and_scores, check_scores, pair_classes,
+                            require_both_classes)
+from ..pairs.tags import PairTags
 
 __all__ = ["LinearCalibration", "PAVCalibration", "CalibratedScorer"]
 
@@ -156,8 +158,8 @@ class LinearCalibration(TransformerMixin, BaseEstimator):
     def fit(self, scores, y):
         """Fit on scores (n,) or (n, 1) with trial labels (+1 / 1 target, -1 / 0 non)."""
         validate_params(self)
-        s, scores = _check_labels_and_scores(y, _scores_column(scores))
-        _require_both(s)
+        s, scores = check_labels_and_scores(y, _scores_column(scores))
+        require_both_classes(s)
         self.score_standardisation_ = score_standardisation(scores)
         u = _standardise(scores, *self.score_standardisation_)
         self.coef_ = _newton(u, s, self.prior)
@@ -172,7 +174,7 @@ class LinearCalibration(TransformerMixin, BaseEstimator):
     def transform(self, scores):
         """LLRs of the scores (n,) or (n, 1), shape (n,); one score is fine."""
         check_is_fitted(self, "coef_")
-        scores = _check_scores(_scores_column(scores))
+        scores = check_scores(_scores_column(scores))
         u = _standardise(scores, *self.score_standardisation_)
         return self.coef_[0] * u + self.coef_[1]
 
@@ -225,7 +227,7 @@ class PAVCalibration(TransformerMixin, BaseEstimator):
     def fit(self, scores, y):
         """Fit on scores (n,) or (n, 1) with trial labels (+1 / 1 target, -1 / 0 non)."""
         validate_params(self)
-        s, scores = _check_labels_and_scores(y, _scores_column(scores))
+        s, scores = check_labels_and_scores(y, _scores_column(scores))
         llr = np.clip(metrics.pav_llr(s, scores), -self.max_llr, self.max_llr)
         self.score_standardisation_ = score_standardisation(scores)
         order = np.argsort(scores, kind="stable")
@@ -237,7 +239,7 @@ class PAVCalibration(TransformerMixin, BaseEstimator):
     def transform(self, scores):
         """LLRs of the scores (n,) or (n, 1), shape (n,); one score is fine."""
         check_is_fitted(self, "x_")
-        scores = _check_scores(_scores_column(scores))
+        scores = check_scores(_scores_column(scores))
         return np.interp(_standardise(scores, *self.score_standardisation_), self.x_, self.llr_)
 
     predict = transform
@@ -312,7 +314,7 @@ class CalibratedScorer(BaseEstimator):
     def fit(self, pairs, y):
         """Calibrate the estimator's scores of labelled (validation) pairs."""
         validate_params(self)
-        scores = _llr_response(self.estimator, pairs)
+        scores = llr_response(self.estimator, pairs)
         self.calibration_ = (LinearCalibration(self.prior) if self.method == "linear"
                              else PAVCalibration()).fit(scores, y)
         self.threshold_ = metrics.bayes_threshold(self.decision_prior)
@@ -322,7 +324,7 @@ class CalibratedScorer(BaseEstimator):
     def pair_score(self, pairs):
         """Calibrated LLRs of the pairs (one pair is fine)."""
         check_is_fitted(self, "calibration_")
-        return self.calibration_.transform(_llr_response(self.estimator, pairs))
+        return self.calibration_.transform(llr_response(self.estimator, pairs))
 
     def decision_function(self, pairs):
         """``pair_score - threshold_``: >= 0 decides "same identity"."""
@@ -331,3 +333,6 @@ class CalibratedScorer(BaseEstimator):
     def predict(self, pairs):
         """``classes_[1]`` where the decision function is >= 0, else ``classes_[0]``."""
         return np.where(self.decision_function(pairs) >= 0, self.classes_[1], self.classes_[0])
+
+    def __metricfit_tags__(self):
+        return PairTags(score_kind="llr")

@@ -12,7 +12,7 @@ Methods (``score_sets(learner, enrol, test, method)``):
   then scored by the cosine; otherwise of the input vectors, scored by ``pair_score``.
 - ``'mean-score'`` / ``'max-score'``: the mean / max of the n x m pairwise scores.
 - ``'gaussian'``: seed 000 section 4.1, the Gaussian model of the claimed subject fitted on
-  the embeddings of the enrolment samples (:func:`metricfit.cnn.gaussian.fit_gaussian`,
+  the embeddings of the enrolment samples (:func:`metricfit.backend.gaussian.fit_gaussian`,
   shrinkage 0.5), each test sample scored by ``log p_genuine - log p_impostor``, where
   ``p_impostor`` of a model is, as in the paper, the mean density of the claims evaluated
   against it, here all the test samples given with that model in this call (the paper
@@ -23,20 +23,17 @@ Methods (``score_sets(learner, enrol, test, method)``):
 import numpy as np
 from scipy.special import logsumexp
 
-from ..cnn.gaussian import fit_gaussian, gaussian_log_density
 from ..losses._scores import unit_rows
-from ..metrics import _llr_response
+from ..metrics.scorers import llr_response
 from ..pairs import check_points
 from ..pairs.checks import rescaled_together
+from ..pairs.tags import before_final_step, final_step, score_kind
+from .gaussian import fit_gaussian, gaussian_log_density
+from .plda import plda_scorer
 
 __all__ = ["score_sets", "METHODS"]
 
 METHODS = ("plda", "mean-embedding", "mean-score", "max-score", "gaussian")
-
-
-def _last_step(learner):
-    steps = getattr(learner, "steps", None)
-    return steps[-1][1] if steps else learner
 
 
 def _embed(learner, X):
@@ -93,8 +90,8 @@ def score_sets(learner, enrol, test, method=None):
     >>> bool(np.allclose(one, plda.pair_score(np.stack([X[[120]], X[[123]]], axis=1))))
     True
     """
-    last = _last_step(learner)
-    is_plda = hasattr(last, "score_sets") and hasattr(last, "psi_")
+    last = final_step(learner)
+    is_plda = plda_scorer(last) is not None
     method = method or ("plda" if is_plda else "mean-embedding")
     if method not in METHODS:
         raise ValueError(f"unknown enrolment method {method!r}; choose from {METHODS}.")
@@ -108,26 +105,23 @@ def score_sets(learner, enrol, test, method=None):
     if method == "plda":
         if not is_plda:
             raise ValueError(f"method 'plda' needs a PLDA learner, got {type(last).__name__}.")
-        if last is learner:
-            return learner.score_sets(enrol, test)
-        front = learner[:-1]
-        return last.score_sets([front.transform(e) for e in enrol],
-                               [front.transform(t) for t in test])
+        return last.score_sets([before_final_step(learner, e) for e in enrol],
+                               [before_final_step(learner, t) for t in test])
     if method == "mean-embedding":
-        if getattr(last, "_score_kind", None) == "cosine":
+        if score_kind(learner) == "cosine":
             means = [[unit_rows(_embed(learner, x)).mean(axis=0) for x in sets]
                      for sets in (enrol, test)]
             return _cosine(np.asarray(means[0]), np.asarray(means[1]))
         pairs = np.stack([np.asarray([e.mean(axis=0) for e in enrol]),
                           np.asarray([t.mean(axis=0) for t in test])], axis=1)
-        return np.asarray(_llr_response(learner, pairs), dtype=np.float64)
+        return np.asarray(llr_response(learner, pairs), dtype=np.float64)
     if method in ("mean-score", "max-score"):
         reduce = np.mean if method == "mean-score" else np.max
         out = []
         for e, t in zip(enrol, test):
             pairs = np.stack([np.repeat(e, t.shape[0], axis=0), np.tile(t, (e.shape[0], 1))],
                              axis=1)
-            out.append(reduce(_llr_response(learner, pairs)))
+            out.append(reduce(llr_response(learner, pairs)))
         return np.asarray(out, dtype=np.float64)
     return _gaussian(learner, enrol, test)
 

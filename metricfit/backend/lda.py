@@ -10,11 +10,11 @@ from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, OneToO
                           TransformerMixin)
 from sklearn.utils.validation import check_is_fitted
 
-from ..pairs.checks import SAFE_EXPONENT, check_representable, largest_magnitude, scale_exponent
+from ..pairs.checks import (SAFE_EXPONENT, check_representable, check_transformer_input,
+                            largest_magnitude, scale_exponent)
 from .._validation import Interval, PointOutputMixin, validate_params
 from ..mappings import l2_normalise
 from ..pairs import check_pair_labels
-from ..whitening import _check_input
 
 __all__ = ["LengthNormalizer", "LDA"]
 
@@ -83,7 +83,7 @@ class LengthNormalizer(PointOutputMixin, OneToOneFeatureMixin, TransformerMixin,
     def fit(self, X, y=None):
         """Fit the mean (and whitening) on points (n, d) or the 2n vectors of pairs."""
         validate_params(self)
-        P = _rows(_check_input(self, X, reset=True)).astype(np.float64)
+        P = _rows(check_transformer_input(self, X, reset=True)).astype(np.float64)
         if P.shape[0] < 2:
             raise ValueError(f"LengthNormalizer needs at least 2 vectors to fit, got "
                              f"n_samples = {P.shape[0]}.")
@@ -104,7 +104,7 @@ class LengthNormalizer(PointOutputMixin, OneToOneFeatureMixin, TransformerMixin,
     def transform(self, X):
         """Unit-length vectors, same shape and dtype as X."""
         check_is_fitted(self, "mean_")
-        given, X = X, _check_input(self, X, reset=False)
+        given, X = X, check_transformer_input(self, X, reset=False)
         Z = _rows(X) - self.mean_.astype(X.dtype)
         if self.whitening_ is not None:
             Z = Z @ self.whitening_.astype(X.dtype)
@@ -168,7 +168,7 @@ class LDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     def fit(self, X, y):
         validate_params(self)
-        X = _check_input(self, X, reset=True)
+        X = check_transformer_input(self, X, reset=True)
         if X.ndim == 3:
             s = check_pair_labels(y, X.shape[0], require_both=False)
             similar = X[s == 1]
@@ -205,7 +205,7 @@ class LDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     def transform(self, X):
         check_is_fitted(self, "components_")
-        given, X = X, _check_input(self, X, reset=False)
+        given, X = X, check_transformer_input(self, X, reset=False)
         Z = (_rows(X) - self.mean_.astype(X.dtype)) @ self.components_.T.astype(X.dtype)
         return self._wrap_output(Z.reshape(*X.shape[:-1], -1), given)
 

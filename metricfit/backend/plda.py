@@ -66,13 +66,19 @@ samples have, under "same identity", covariance ``[[p + 1/n, p], [p, p + 1/m]]``
 
 (n = m = 1 is Kaldi's ``Plda::LogLikelihoodRatio`` for one enrolment utterance; general n, m
 is the N-vs-M multi-enrolment score). Directions with psi_k = 0 contribute exactly 0.
+
+:class:`PLDAScorer` holds psi and gives this LLR for pairs of rows and, as one GEMM, for every
+row of one set against every row of another (the cohort scores of score normalisation): the
+one home of the LLR, as Kaldi's ``Plda`` object.
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, sparse
 
 __all__ = ["class_statistics", "fit_two_covariance", "fit_simplified", "log_likelihood",
-           "plda_basis", "llr", "KALDI_N_ITER"]
+           "plda_basis", "llr", "PLDAScorer", "plda_scorer", "KALDI_N_ITER"]
 
 #: Kaldi's default number of EM iterations (``PldaEstimationConfig::num_em_iters``).
 KALDI_N_ITER = 10
@@ -323,3 +329,60 @@ def llr(a, b, psi, n=1, m=1):
     D = s * t - p * p
     quad = (t * a * a - 2 * p * a * b + s * b * b) / D - a * a / s - b * b / t
     return -0.5 * np.sum(np.log(D / (s * t)) + quad, axis=1)
+
+
+@dataclass(frozen=True)
+class PLDAScorer:
+    r"""The PLDA log-likelihood ratio in the PLDA basis (within-class covariance I, between-class
+    ``diag(psi)``): the model object behind :class:`metricfit.PLDA`'s scores.
+
+    For one sample on each side (n = m = 1: ``s = t = p + 1``, ``D = s^2 - p^2``) the LLR of
+    :func:`llr` splits into a constant, a term in a alone, one in b alone and a cross term::
+
+        LLR(a, b) = c + q.(a^2) + q.(b^2) + (r a).b,
+        c = -1/2 sum_k log(D_k / s_k^2),   q = -1/2 (s / D - 1 / s),   r = p / D,
+
+    so the scores of n rows against K rows are two matrix-vector products and one
+    (n, d) x (d, K) GEMM (:meth:`cross_llr`), O(n K d) with no (n K, 2, d) pair array.
+
+    Parameters
+    ----------
+    psi : ndarray of shape (k,)
+        Between-class variances in the basis (``PLDA.psi_``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.backend.plda import PLDAScorer
+    >>> scorer = PLDAScorer(np.array([4.0]))
+    >>> a, b = np.array([[1.0], [1.0]]), np.array([[1.0], [-1.0]])
+    >>> np.round(scorer.pair_llr(a, b), 3)
+    array([ 0.6  , -0.289])
+    >>> np.round(scorer.cross_llr(a[:1], b), 3)  # row 0 of a against both rows of b
+    array([[ 0.6  , -0.289]])
+    """
+
+    psi: np.ndarray
+
+    def pair_llr(self, a, b, n=1, m=1):
+        """:func:`llr` of rows a (enrolment means of n samples) against rows b (test means of
+        m samples), in float64; shape (n_pairs,)."""
+        return llr(np.asarray(a, np.float64), np.asarray(b, np.float64), self.psi, n, m)
+
+    def cross_llr(self, A, B):
+        """The (n, K) LLRs of every row of A (n, k) against every row of B (K, k), one sample
+        each side, by the expansion above."""
+        A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+        p = self.psi
+        s = p + 1.0
+        D = s * s - p * p
+        q, r = -0.5 * (s / D - 1.0 / s), p / D
+        const = -0.5 * np.sum(np.log(D / (s * s)))
+        return const + (A * A) @ q[:, None] + ((B * B) @ q)[None, :] + (A * r) @ B.T
+
+
+def plda_scorer(estimator):
+    """The :class:`PLDAScorer` of a fitted PLDA (its ``scorer_``), or None for any other
+    estimator and an unfitted PLDA: where the back-end takes PLDA's closed forms."""
+    scorer = getattr(estimator, "scorer_", None)
+    return scorer if isinstance(scorer, PLDAScorer) else None

@@ -14,7 +14,9 @@ Any learner works: the cross scores are the learner's ``pair_score`` (through a 
 transformers) of every trial side against every cohort point, ``chunk`` sides at a time
 (memory O(chunk K d)). Cosine learners and PLDA take a fast path: both sides are embedded
 once and the (n, K) score matrix is one GEMM (the cosine of unit embeddings; for PLDA the
-LLR is a quadratic form in the PLDA basis, ``c + q.(a^2) + q.(b^2) + (r a).b``).
+LLR is a quadratic form in the PLDA basis, :meth:`metricfit.backend.plda.PLDAScorer.cross_llr`).
+The fast path is chosen from the learner's declared score kind
+(:func:`metricfit.pairs.tags.score_kind`).
 """
 
 from numbers import Integral
@@ -23,37 +25,27 @@ import numpy as np
 
 from .._deprecation import deprecated_aliases
 from ..losses._scores import unit_rows
-from ..metrics import _check_scores, _llr_response
+from ..metrics.scorers import llr_response
 from ..pairs import check_points
+from ..pairs.checks import check_scores
+from ..pairs.tags import before_final_step, final_step, score_kind
+from .plda import plda_scorer
 
 __all__ = ["cohort_scores", "normalize_scores", "ScoreNormalizer", "METHODS"]
 
 METHODS = ("z-norm", "t-norm", "s-norm", "as-norm")
 
 
-def _split(learner):
-    steps = getattr(learner, "steps", None)
-    if not steps:
-        return (lambda X: X), learner
-    front = learner[:-1]
-    return front.transform, steps[-1][1]
-
-
 def _fast_cross_scores(learner, X, cohort):
     """The (n, K) score matrix by GEMM for cosine learners and PLDA; None for others."""
-    front, last = _split(learner)
-    kind = getattr(last, "_score_kind", None)
+    last, kind = final_step(learner), score_kind(learner)
     if kind == "cosine" and hasattr(last, "transform"):
-        A, B = (unit_rows(last.transform(front(Z))) for Z in (X, cohort))
+        A, B = (unit_rows(last.transform(before_final_step(learner, Z))) for Z in (X, cohort))
         return A @ B.T
-    if kind == "llr" and hasattr(last, "psi_"):
-        A, B = (np.asarray(last.transform(front(Z)), dtype=np.float64) for Z in (X, cohort))
-        p = last.psi_
-        s = p + 1.0
-        D = s * s - p * p
-        q, r = -0.5 * (s / D - 1.0 / s), p / D
-        const = -0.5 * np.sum(np.log(D / (s * s)))
-        return const + (A * A) @ q[:, None] + ((B * B) @ q)[None, :] + (A * r) @ B.T
+    scorer = plda_scorer(last)
+    if kind == "llr" and scorer is not None:
+        A, B = (last.transform(before_final_step(learner, Z)) for Z in (X, cohort))
+        return scorer.cross_llr(A, B)
     return None
 
 
@@ -88,7 +80,7 @@ def cohort_scores(learner, X, cohort, chunk=256):
         rows = X[start:start + chunk]
         pairs = np.stack([np.repeat(rows, K, axis=0), np.tile(cohort, (rows.shape[0], 1))],
                          axis=1)
-        out[start:start + chunk] = np.asarray(_llr_response(learner, pairs)).reshape(-1, K)
+        out[start:start + chunk] = np.asarray(llr_response(learner, pairs)).reshape(-1, K)
     return out
 
 
@@ -190,7 +182,7 @@ def normalize_scores(scores, enrol_cohort, test_cohort, method="s-norm", top_n=N
     if method != "as-norm":
         top_n = None
     _check_top_n(top_n)
-    scores = _check_scores(scores)
+    scores = check_scores(scores)
     n = scores.size
     z = t = None
     if method != "t-norm":
@@ -256,7 +248,7 @@ class ScoreNormalizer:
 
     def pair_score(self, pairs):
         pairs = np.asarray(pairs)
-        raw = np.asarray(_llr_response(self.estimator, pairs), dtype=np.float64)
+        raw = np.asarray(llr_response(self.estimator, pairs), dtype=np.float64)
         enrol = cohort_scores(self.estimator, pairs[:, 0], self.cohort)
         test = cohort_scores(self.estimator, self.cohort, pairs[:, 1]).T  # cohort first
         top_n = self.top_n if self.top_n is not None else min(200, self.cohort.shape[0])

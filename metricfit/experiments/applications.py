@@ -8,6 +8,8 @@ import numpy as np
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist, squareform
 
+from ..learners import score_kind
+
 __all__ = ["labelling_cost", "pairwise_scores", "complete_linkage_cost_curve", "CostCurve",
            "one_exemplar_recognition", "OneExemplarResult"]
 
@@ -67,19 +69,15 @@ def labelling_cost(labels_true, clusters):
     return int(table.shape[0] + t.size - table.max(axis=1).sum())
 
 
-def _score_kind(learner):
-    steps = getattr(learner, "steps", None)  # a Pipeline: its last step scores
-    return getattr(steps[-1][1] if steps else learner, "_score_kind", None)
-
-
 def pairwise_scores(learner, X, Y=None, *, exact=False):
     """Similarity (higher = more similar) of every row of X to every row of Y under a learner.
 
     Built from the embeddings ``learner.transform`` in O(n m k): cosine similarity for cosine
-    learners (``_score_kind == 'cosine'``: TSML, CSML, CosineSimilarity), minus the squared
-    Euclidean distance for distance learners (DDML, LDML: for LDML the distance of
-    ``transform``, i.e. of the PSD part of M, without the bias b). Other learners (MkNN) or
-    ``exact=True`` score each of the n m pairs with ``learner.pair_score`` (in blocks).
+    learners (:func:`~metricfit.learners.score_kind` 'cosine': TSML, CSML, CosineSimilarity),
+    minus the squared Euclidean distance for distance learners (DDML, LDML: for LDML the
+    distance of ``transform``, i.e. of the PSD part of M, without the bias b). Other learners
+    (MkNN) or ``exact=True`` score each of the n m pairs with ``learner.pair_score`` (in
+    blocks). A learner that declares no score kind is a TypeError.
 
     Parameters
     ----------
@@ -100,7 +98,7 @@ def pairwise_scores(learner, X, Y=None, *, exact=False):
     """
     X = _points(X, "X")
     Y = X if Y is None else _points(Y, "Y")
-    kind = "distance" if learner is None else _score_kind(learner)
+    kind = "distance" if learner is None else score_kind(learner)
     if exact or kind not in ("cosine", "distance"):
         if learner is None:
             raise ValueError("exact=True needs a learner with pair_score.")
@@ -130,7 +128,7 @@ def _condensed_distances(data, metric):
     elif isinstance(metric, str) or not hasattr(metric, "pair_score"):
         return pdist(_points(data, "data"), metric=metric)  # a name or a callable
     else:
-        S, kind = pairwise_scores(metric, data), _score_kind(metric)
+        S, kind = pairwise_scores(metric, data), score_kind(metric)
         D = -S if kind == "distance" else (1 - S if kind in ("cosine", "probability")
                                            else S.max() - S)
     D = 0.5 * (D + D.T)

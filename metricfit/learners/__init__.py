@@ -1,4 +1,11 @@
-"""The scikit-learn pair learners: one shared base, one short module per learner."""
+"""The scikit-learn pair learners: one shared base, one short module per learner.
+
+Each learner declares the kind of its scores (:data:`~metricfit.pairs.tags.SCORE_KINDS`) in
+``__metricfit_tags__``; :func:`score_kind` reads it, through a Pipeline to its last step
+(:func:`final_step`).
+"""
+
+from ..pairs.tags import PairTags, final_step, score_kind
 
 from .cosine import CosineSimilarity
 from .csml import CSML
@@ -12,4 +19,4 @@ from .siamese_cnn import SiameseCNN
 from .tsml import TSML
 
 __all__ = ["Siamese", "TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN", "NCA",
-           "SiameseCNN", "ScoreFusion"]
+           "SiameseCNN", "ScoreFusion", "score_kind", "final_step", "PairTags"]

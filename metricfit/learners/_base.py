@@ -19,6 +19,7 @@ from ..losses._scores import cosine_rows, squared_distances  # noqa: F401 (re-ex
 from ..pairs import check_pair_labels
 from ..pairs.checks import pair_classes
 from ..pairs.index import check_pair_input, largest_entry, score_pairs
+from ..pairs.tags import PairTags, score_kind
 
 
 def validation_split(s, validation_fraction, random_state, advice=""):
@@ -86,6 +87,13 @@ class PairInputTags(InputTags):
     pair_input: str = "vectors"
 
 
+def _overrides_legacy_kind(cls):
+    """Whether ``cls`` still declares its kind the old way, a ``_score_kind`` attribute or
+    property of its own (Siamese, SiameseCNN, LDML, NCA until they define
+    ``__metricfit_tags__``): the transitional path, to remove with the alias below."""
+    return cls._score_kind is not PairClassifierMixin.__dict__["_score_kind"]
+
+
 class PairClassifierMixin(ClassifierMixin):
     """A binary classifier of pairs in the user's label coding (scikit-learn's rules).
 
@@ -95,14 +103,32 @@ class PairClassifierMixin(ClassifierMixin):
     larger label, is "same identity". ``decision_function = pair_score - threshold_`` (> 0:
     same); ``predict`` answers ``classes_[1]`` where it is >= 0, else ``classes_[0]``, so
     scikit-learn's scorers (accuracy, f1, roc_auc, ...) see the labels they were given.
+
+    Every pair estimator declares what its scores are in ``__metricfit_tags__`` (its
+    ``score_kind``, read by :func:`metricfit.pairs.tags.score_kind`); this mixin declares
+    none, so a learner that forgets gets a TypeError wherever the kind is read.
     """
 
     _pair_input = "vectors"
 
+    def __metricfit_tags__(self):
+        """metricfit's tags (:class:`~metricfit.pairs.tags.PairTags`): a subclass sets
+        ``score_kind``."""
+        tags = PairTags()
+        if _overrides_legacy_kind(type(self)):  # transitional (issue 25): see below
+            tags.score_kind = self._score_kind
+        return tags
+
+    @property
+    def _score_kind(self):
+        """Transitional alias (issue 25) of ``score_kind(self)`` for code that still reads the
+        former private attribute; will be removed in 0.3."""
+        return score_kind(self)
+
     def decision_function(self, pairs):
         """``pair_score(pairs) - threshold_``: positive means similar."""
         return finite_scores(self.pair_score(pairs), pairs,
-                               points=getattr(self, "preprocessor", None)) - self.threshold_
+                             points=getattr(self, "preprocessor", None)) - self.threshold_
 
     def predict(self, pairs):
         """``classes_[1]`` (similar) where ``pair_score >= threshold_``, else ``classes_[0]``."""
@@ -159,12 +185,11 @@ class PairLearnerMixin(PairClassifierMixin, TransformerMixin):
 
     ``pair_score`` is higher-is-more-similar; ``decision_function = pair_score - threshold_``;
     ``predict`` gives ``classes_[1]`` (similar) where the decision is >= 0, else
-    ``classes_[0]`` (:class:`PairClassifierMixin`). Learners whose natural output is a
-    distance set ``_score_kind = "distance"``: they score by minus the squared Euclidean
-    distance of the embeddings and also offer ``pair_distance``.
+    ``classes_[0]`` (:class:`PairClassifierMixin`). The scores of the embeddings follow the
+    declared score kind: the cosine for 'cosine', else minus the squared Euclidean distance
+    (a learner scoring otherwise overrides ``_score_embedded``).
     """
 
-    _score_kind = "cosine"
     _preserves_dtype = ("float64", "float32")
 
     def __sklearn_tags__(self):
@@ -190,7 +215,7 @@ class PairLearnerMixin(PairClassifierMixin, TransformerMixin):
         """Fitted check; vector pairs (n, 2, d) or index pairs into the preprocessor
         (:class:`~metricfit.pairs.IndexPairs`)."""
         check_is_fitted(self)
-        distance = self._score_kind == "distance" and not getattr(self, "normalize", False)
+        distance = score_kind(self) == "distance" and not getattr(self, "normalize", False)
         reject_zero = reject_zero and not distance  # a zero vector has a distance
         return check_pair_input(pairs, getattr(self, "preprocessor", None),
                                 n_features=self.n_features_in_, reject_zero=reject_zero)
@@ -219,7 +244,7 @@ class PairLearnerMixin(PairClassifierMixin, TransformerMixin):
         return self.transform(X)
 
     def _score_embedded(self, a, b):
-        if self._score_kind == "cosine":
+        if score_kind(self) == "cosine":
             return cosine_rows(a, b)
         return -squared_distances(a, b)
 

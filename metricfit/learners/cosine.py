@@ -59,3 +59,8 @@ class CosineSimilarity(PairLearnerMixin, BaseEstimator):
         if np.ndim(X) == 3:
             return check_pairs(X, n_features=self.n_features_in_)
         return check_points(X, n_features=self.n_features_in_)
+
+    def __metricfit_tags__(self):
+        tags = super().__metricfit_tags__()
+        tags.score_kind = "cosine"
+        return tags

@@ -285,3 +285,9 @@ class ScoreFusion(PairClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         Z = stack_scores(self.estimators, inputs) / self.score_scale_
         return self.model_.decision_function(Z)
+
+    def __metricfit_tags__(self):
+        """The score kind: 'llr' for ``method='llr'``, else the classifier's 'decision'."""
+        tags = super().__metricfit_tags__()
+        tags.score_kind = "llr" if self.method == "llr" else "decision"
+        return tags

@@ -14,16 +14,11 @@ from .._validation import Interval, check_identity_labels, validate_params
 from ..metrics import calibrate_threshold
 from ..pairs import check_pairs, check_points, sample_pairs
 from ..pairs.checks import SAFE_EXPONENT, largest_magnitude, scale_exponent
+from ..pairs.tags import score_kind
 from ._base import PairLearnerMixin
 
 N_CALIBRATION_PAIRS = 2000  # similar and as many dissimilar training pairs for threshold_
 MAX_CALIBRATION_POINTS = 3000  # sample_pairs enumerates every i < j pair of its points
-
-
-def score_kind(metric):
-    """``_score_kind`` of a metric learner, looking through a Pipeline to its last step."""
-    steps = getattr(metric, "steps", None)
-    return getattr(steps[-1][1] if steps else metric, "_score_kind", "distance")
 
 
 class MkNN(PairLearnerMixin, BaseEstimator):
@@ -41,8 +36,9 @@ class MkNN(PairLearnerMixin, BaseEstimator):
 
     ``fit`` takes labelled *points* (the unrestricted setting of seed 001). Neighbours are
     Euclidean in ``metric.transform(X)`` space; for a metric that scores by the cosine
-    (``metric._score_kind == 'cosine'``, e.g. TSML, CSML) the embeddings are L2-normalised
-    first, so that the Euclidean ranking is the cosine ranking.
+    (``score_kind(metric) == 'cosine'``, e.g. TSML, CSML;
+    :func:`metricfit.learners.score_kind`) the embeddings are L2-normalised first, so that
+    the Euclidean ranking is the cosine ranking.
 
     Parameters
     ----------
@@ -50,11 +46,12 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         k, at most ``n_samples - 1`` (a training point is not its own neighbour when the
         threshold is calibrated).
     metric : fitted metricfit learner, Pipeline ending in one, or None, default=None
-        The base metric defining the neighbours (None: Euclidean on the inputs). It must be
-        fitted already and is used as given, never cloned or refitted (``metric_`` is the
-        same object). :func:`sklearn.base.clone` clones an estimator parameter into an
-        unfitted one: wrap it in :class:`sklearn.frozen.FrozenEstimator` for ``clone``,
-        ``cross_val_score`` or ``GridSearchCV``.
+        The base metric defining the neighbours (None: Euclidean on the inputs); it declares
+        its score kind (a TypeError otherwise). It must be fitted already and is used as
+        given, never cloned or refitted (``metric_`` is the same object).
+        :func:`sklearn.base.clone` clones an estimator parameter into an unfitted one: wrap
+        it in :class:`sklearn.frozen.FrozenEstimator` for ``clone``, ``cross_val_score`` or
+        ``GridSearchCV``.
     preprocessor : array-like of shape (n_points, n_features), default=None
         Points that :meth:`pair_score`, :meth:`predict` and :meth:`calibrate_threshold`
         may take pairs of as an (n_pairs, 2) integer array of row indices (``fit`` takes
@@ -106,7 +103,6 @@ class MkNN(PairLearnerMixin, BaseEstimator):
       Identification", ICCV 2009 (seed 001).
     """
 
-    _score_kind = "probability"
     _pair_input = "points"
     _parameter_constraints = {"n_neighbors": [Interval(Integral, 1, None)],
                               "preprocessor": ["array-like", None]}
@@ -160,7 +156,12 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         except NotFittedError as exc:
             raise ValueError(f"metric {type(metric).__name__} is not fitted: MkNN uses the "
                              "metric as given (never fits it); fit it first.") from exc
+        score_kind(metric)  # declared, or a TypeError now rather than at the first score
         return metric
+
+    def _cosine_metric(self):
+        """Whether the base metric scores by the cosine (its neighbours: unit embeddings)."""
+        return self.metric_ is not None and score_kind(self.metric_) == "cosine"
 
     def _calibration_pairs(self):
         codes, rng = self.identity_codes_, np.random.RandomState(0)
@@ -183,7 +184,7 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         e = getattr(self, "scale_exponent_", 0)
         if e:
             E = np.ldexp(E, -e).astype(E.dtype, copy=False)
-        if score_kind(self.metric_) != "cosine":
+        if not self._cosine_metric():
             return E
         norms = np.linalg.norm(E, axis=-1, keepdims=True)
         return np.divide(E, norms, out=np.zeros_like(E), where=norms > 0)
@@ -226,8 +227,7 @@ class MkNN(PairLearnerMixin, BaseEstimator):
 
     def _check_pairs(self, pairs, reject_zero=True):
         check_is_fitted(self)
-        cosine = score_kind(self.metric_) == "cosine"
-        return super()._check_pairs(pairs, reject_zero=reject_zero and cosine)
+        return super()._check_pairs(pairs, reject_zero=reject_zero and self._cosine_metric())
 
     def _score_embedded(self, a, b):
         """Eq. 5 for embedded points a, b (n, k): neighbours of each among the training set."""
@@ -248,6 +248,11 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         scores : ndarray of shape (n_pairs,)
         """
         return super().pair_score(pairs)
+
+    def __metricfit_tags__(self):
+        tags = super().__metricfit_tags__()
+        tags.score_kind = "probability"
+        return tags
 
     def predict_proba(self, pairs):
         """``[[1 - p, p]]`` per pair with p of eq. 5 (:meth:`pair_score`); columns follow

@@ -94,6 +94,9 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
         T restricted to its k directions of positive psi: ``transform(X) = (X - mean_) T^T``.
     psi_ : ndarray of shape (k,)
         Between-class variances in that basis (within-class variance 1).
+    scorer_ : metricfit.backend.plda.PLDAScorer
+        The LLR of ``psi_`` in that basis (a read-only view, built from ``psi_``): what
+        :meth:`pair_score`, :meth:`score_sets` and the back-end's cohort scores use.
     log_likelihood_ : list of float
         Eq. (2) after initialisation and after every iteration (non-decreasing: EM).
     threshold_ : float
@@ -144,7 +147,6 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
     (2, (2,))
     """
 
-    _score_kind = "llr"
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None), None],
         "n_iter": [Interval(Integral, 0, None)],
@@ -253,8 +255,14 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
     def _check_pairs(self, pairs, reject_zero=False):
         return super()._check_pairs(pairs, reject_zero=False)
 
+    @property
+    def scorer_(self):
+        """The fitted LLR, :class:`~metricfit.backend.plda.PLDAScorer` of ``psi_``."""
+        check_is_fitted(self, "psi_")
+        return core.PLDAScorer(self.psi_)
+
     def _score_embedded(self, a, b):
-        return core.llr(np.asarray(a, np.float64), np.asarray(b, np.float64), self.psi_)
+        return self.scorer_.pair_llr(a, b)
 
     def pair_score(self, pairs):
         """The log-likelihood ratio log p(pair | same) / p(pair | different) of each pair.
@@ -304,9 +312,14 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
                 sizes.append(rows.shape[0])
             stats.append((self._embed(np.asarray(means)), np.asarray(sizes)))
         (a, n), (b, m) = stats
-        return core.llr(np.asarray(a, np.float64), np.asarray(b, np.float64), self.psi_, n, m)
+        return self.scorer_.pair_llr(a, b, n, m)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.three_d_array = True
+        return tags
+
+    def __metricfit_tags__(self):
+        tags = super().__metricfit_tags__()
+        tags.score_kind = "llr"
         return tags

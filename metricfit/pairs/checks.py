@@ -16,6 +16,8 @@ y : ndarray of shape (n_pairs,)
 import numpy as np
 from scipy import sparse
 
+from .._validation import check_feature_names
+
 __all__ = ["check_pairs", "check_points", "check_pair_labels", "pair_classes"]
 
 FLOAT_DTYPES = (np.float64, np.float32)
@@ -212,6 +214,87 @@ def check_pair_labels(y, n_pairs, *, require_both=True, what="y"):
             "pairs are needed."
         )
     return s
+
+
+def require_both_classes(s, what="y_true"):
+    """A ValueError unless the validated labels ``s`` hold both similar (target) and
+    dissimilar (non-target) pairs (Cllr, PAV and calibration need both)."""
+    if np.unique(s).size < 2:
+        raise ValueError(f"{what} needs both similar (target) and dissimilar (non-target) "
+                         "pairs.")
+
+
+def check_scores(scores, *, allow_infinite=False, what="scores"):
+    """Validate scores alone (no labels): a numeric 1-D array, as float64.
+
+    One score is valid (a verifier scores one trial at a time). NaN is always an error;
+    +-inf only where ``allow_infinite`` (log-likelihood ratios of pure PAV bins are +-inf).
+
+    Examples
+    --------
+    >>> from metricfit.pairs.checks import check_scores
+    >>> check_scores([1, 2])
+    array([1., 2.])
+    """
+    scores = np.asarray(scores)
+    if scores.dtype.kind not in "biuf":
+        raise ValueError(f"{what} must be numeric, got an array of dtype {scores.dtype}.")
+    if scores.ndim != 1:
+        raise ValueError(f"{what} must be 1-D of shape (n_pairs,), got shape {scores.shape}.")
+    if scores.size == 0:
+        raise ValueError(f"{what} is empty: at least one score is needed.")
+    scores = scores.astype(np.float64)  # exact for float32 and for integers below 2**53
+    if np.isnan(scores).any():
+        raise ValueError(f"{what} contains NaN: every score must be a number.")
+    if not allow_infinite and not np.isfinite(scores).all():
+        raise ValueError(f"{what} contains infinity: every score must be finite.")
+    return scores
+
+
+def check_labels_and_scores(y_true, scores, *, allow_infinite=False, what="scores"):
+    """Validate and return ``(s, scores)``: int8 labels in {-1, +1} (:func:`check_pair_labels`,
+    one class is enough) and float64 1-D scores (:func:`check_scores`) of the same length."""
+    scores = check_scores(scores, allow_infinite=allow_infinite, what=what)
+    if np.ndim(y_true) == 1 and len(y_true) != scores.size:
+        raise ValueError(
+            f"y_true and {what} have different lengths: {len(y_true)} != {scores.size}."
+        )
+    return check_pair_labels(y_true, scores.size), scores
+
+
+def check_transformer_input(estimator, X, reset):
+    """Validate points (n, d) or pairs (n, 2, d) for a transformer's ``fit`` (``reset=True``:
+    records ``n_features_in_`` and the DataFrame's ``feature_names_in_``) or ``transform``
+    (checks them); return a float array. Dense real numbers only."""
+    if sparse.issparse(X):
+        raise TypeError(f"{type(estimator).__name__} does not accept sparse input: use .toarray().")
+    if reset:
+        estimator.__dict__.pop("feature_names_in_", None)  # set again below for a DataFrame
+    check_feature_names(estimator, X, reset=reset)
+    X = np.asarray(X)
+    if X.dtype == object:
+        X = X.astype(np.float64)  # numbers stored as objects; anything else raises TypeError
+    if X.dtype.kind == "c":
+        raise ValueError("Complex data not supported: X must hold real numbers.")
+    if X.ndim not in (2, 3):
+        raise ValueError(
+            "X must be points of shape (n_samples, n_features) or pairs of shape "
+            f"(n_pairs, 2, n_features), got an array of shape {X.shape}. Reshape your data."
+        )
+    if X.shape[0] == 0 or X.shape[-1] == 0:
+        what = "sample" if X.shape[0] == 0 else "feature"
+        raise ValueError(
+            f"Found array with 0 {what}(s) (shape={X.shape}) while a minimum of 1 is required."
+        )
+    X = check_points(X) if X.ndim == 2 else check_pairs(X, what="X (pairs)")
+    if not reset and X.shape[-1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[-1]} features, but {type(estimator).__name__} is expecting "
+            f"{estimator.n_features_in_} features as input."
+        )
+    if reset:
+        estimator.n_features_in_ = X.shape[-1]
+    return X
 
 
 def pair_classes(y):
