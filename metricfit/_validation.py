@@ -257,14 +257,3 @@ def user_stacklevel():
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame, level = frame.f_back, level + 1
     return level
-
-
-def __getattr__(name):
-    """``check_identity_labels`` has one home, the pair data model
-    (:func:`metricfit.pairs.checks.check_identity_labels`); read from there on first use, so
-    that this module imports nothing of the package at load time."""
-    if name == "check_identity_labels":
-        from .pairs.checks import check_identity_labels
-
-        return check_identity_labels
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@ from metricfit import PLDA, TSML, CosineSimilarity, metrics
 from metricfit.backend import (CalibratedScorer, LinearCalibration, PAVCalibration,
                                ScoreNormalizer, score_sets)
 from metricfit.backend import trials as trial_files
-from metricfit.backend.score_norm import cohort_scores, normalise_scores
+from metricfit.backend.score_norm import cohort_scores, normalize_scores
 from metricfit.pairs import sample_pairs
 
 
@@ -149,16 +149,16 @@ def test_normalisation_formulas(rng):
     enrol, test = rng.normal(size=(5, 30)), rng.normal(size=(5, 30))
     z = (scores - enrol.mean(1)) / enrol.std(1)
     t = (scores - test.mean(1)) / test.std(1)
-    assert_allclose(normalise_scores(scores, enrol, test, "z-norm"), z)
-    assert_allclose(normalise_scores(scores, enrol, test, "t-norm"), t)
-    assert_allclose(normalise_scores(scores, enrol, test, "s-norm"), (z + t) / 2)
+    assert_allclose(normalize_scores(scores, enrol, test, "z-norm"), z)
+    assert_allclose(normalize_scores(scores, enrol, test, "t-norm"), t)
+    assert_allclose(normalize_scores(scores, enrol, test, "s-norm"), (z + t) / 2)
     top = -np.sort(-enrol, axis=1)[:, :5]
-    as_norm = normalise_scores(scores, enrol, test, "as-norm", top_n=5)
+    as_norm = normalize_scores(scores, enrol, test, "as-norm", top_n=5)
     top_t = -np.sort(-test, axis=1)[:, :5]
     expected = 0.5 * ((scores - top.mean(1)) / top.std(1) + (scores - top_t.mean(1)) / top_t.std(1))
     assert_allclose(as_norm, expected)
     with pytest.raises(ValueError, match="normalisation"):
-        normalise_scores(scores, enrol, test, "q-norm")
+        normalize_scores(scores, enrol, test, "q-norm")
 
 
 def test_score_normalizer_on_a_learner(rng):

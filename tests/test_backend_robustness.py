@@ -11,7 +11,7 @@ from sklearn.linear_model import LogisticRegression
 
 from metricfit import metrics
 from metricfit.backend import (CalibratedScorer, LinearCalibration, PAVCalibration,
-                               ScoreNormalizer, normalise_scores)
+                               ScoreNormalizer, normalize_scores)
 from metricfit.learners import CosineSimilarity
 
 PRIORS = (0.5, 0.2, 0.05, 0.01, 0.001)
@@ -251,11 +251,11 @@ def normalisation_inputs(seed, n=6, k=25):
 
 @pytest.mark.parametrize("method", ("z-norm", "t-norm", "s-norm", "as-norm"))
 @pytest.mark.parametrize("scale", (1e-300, 1e-200, 1e-6, 1e6, 1e200, 1e300))
-def test_normalise_scores_is_scale_invariant(method, scale):
+def test_normalize_scores_is_scale_invariant(method, scale):
     """At 1e200 every score was 0 (the std overflowed); at 1e-200 off by the scale."""
     scores, enrol, test = normalisation_inputs(0)
-    expected = normalise_scores(scores, enrol, test, method, top_n=10)
-    got = normalise_scores(scale * scores, scale * enrol, scale * test, method, top_n=10)
+    expected = normalize_scores(scores, enrol, test, method, top_n=10)
+    got = normalize_scores(scale * scores, scale * enrol, scale * test, method, top_n=10)
     assert_allclose(got, expected, rtol=1e-12)
 
 
@@ -263,45 +263,45 @@ def test_normalise_scores_is_scale_invariant(method, scale):
 @given(exponent=st.integers(-1000, 1000), shift=st.floats(-1e3, 1e3),
        method=st.sampled_from(("z-norm", "t-norm", "s-norm", "as-norm")),
        seed=st.integers(0, 2 ** 16))
-def test_normalise_scores_affine_invariance_property(exponent, shift, method, seed):
+def test_normalize_scores_affine_invariance_property(exponent, shift, method, seed):
     """A power-of-two scale 2^-1000 .. 2^1000 gives the same result bit for bit; a shift
     the same up to the shift's rounding."""
     scores, enrol, test = normalisation_inputs(seed)
-    expected = normalise_scores(scores, enrol, test, method, top_n=8)
-    scaled = normalise_scores(*(np.ldexp(v, exponent) for v in (scores, enrol, test)),
+    expected = normalize_scores(scores, enrol, test, method, top_n=8)
+    scaled = normalize_scores(*(np.ldexp(v, exponent) for v in (scores, enrol, test)),
                               method, top_n=8)
     assert_array_equal(scaled, expected)
-    shifted = normalise_scores(scores + shift, enrol + shift, test + shift, method, top_n=8)
+    shifted = normalize_scores(scores + shift, enrol + shift, test + shift, method, top_n=8)
     assert_allclose(shifted, expected, rtol=1e-9, atol=1e-13 * (1 + abs(shift)))
 
 
 @pytest.mark.parametrize("side", ("enrol", "test"))
 @pytest.mark.parametrize("bad", (np.nan, np.inf))
-def test_normalise_scores_refuses_non_finite_cohort_scores(side, bad):
+def test_normalize_scores_refuses_non_finite_cohort_scores(side, bad):
     scores, enrol, test = normalisation_inputs(1)
     (enrol if side == "enrol" else test)[2, 3] = bad
     with pytest.raises(ValueError, match=rf"{side}_cohort contains .* trial 2"):
-        normalise_scores(scores, enrol, test, "s-norm")
+        normalize_scores(scores, enrol, test, "s-norm")
 
 
-def test_normalise_scores_refuses_bad_inputs():
+def test_normalize_scores_refuses_bad_inputs():
     scores, enrol, test = normalisation_inputs(2)
     with pytest.raises(ValueError, match="scores contains NaN"):
-        normalise_scores(np.r_[np.nan, scores[1:]], enrol, test)
+        normalize_scores(np.r_[np.nan, scores[1:]], enrol, test)
     with pytest.raises(ValueError, match=r"test_cohort must have shape"):
-        normalise_scores(scores, enrol, test[:3])
+        normalize_scores(scores, enrol, test[:3])
     flat = enrol.copy()
     flat[4] = 7.0
     with pytest.raises(ValueError, match="enrol cohort scores of trial 4 are all equal"):
-        normalise_scores(scores, flat, test, "z-norm")
-    assert np.isfinite(normalise_scores(scores, flat, test, "t-norm")).all()
+        normalize_scores(scores, flat, test, "z-norm")
+    assert np.isfinite(normalize_scores(scores, flat, test, "t-norm")).all()
     for top_n in (1, 0, 2.5, True):
         with pytest.raises(ValueError, match="top_n"):
-            normalise_scores(scores, enrol, test, "as-norm", top_n=top_n)
+            normalize_scores(scores, enrol, test, "as-norm", top_n=top_n)
     huge = scores.copy()
     huge[0] = 1e300
     with pytest.raises(ValueError, match="trial 0 overflows"):
-        normalise_scores(huge, 1e-10 * enrol, 1e-10 * test, "z-norm")
+        normalize_scores(huge, 1e-10 * enrol, 1e-10 * test, "z-norm")
 
 
 def test_score_normalizer_refuses_a_cohort_without_spread():

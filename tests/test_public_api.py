@@ -29,6 +29,8 @@ PUBLIC_NAMES = frozenset({
     "metricfit.backend.PAVCalibration", "metricfit.backend.ScoreNormalizer",
     "metricfit.backend.normalize_scores", "metricfit.backend.read_scores",
     "metricfit.backend.read_trials", "metricfit.backend.score_sets",
+    "metricfit.backend.fit_gaussian", "metricfit.backend.gaussian_claims",
+    "metricfit.backend.gaussian_log_density",
     "metricfit.backend.score_trials", "metricfit.backend.write_scores",
     "metricfit.backend.write_trials",
     # metricfit.cnn
@@ -96,6 +98,8 @@ PUBLIC_NAMES = frozenset({
     # metricfit.learners
     "metricfit.learners.CSML", "metricfit.learners.CosineSimilarity", "metricfit.learners.DDML",
     "metricfit.learners.LDML", "metricfit.learners.MkNN", "metricfit.learners.NCA",
+    "metricfit.learners.PairTags", "metricfit.learners.final_step",
+    "metricfit.learners.score_kind",
     "metricfit.learners.ScoreFusion", "metricfit.learners.Siamese",
     "metricfit.learners.SiameseCNN", "metricfit.learners.TSML",
     # metricfit.losses

@@ -10,10 +10,11 @@ from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import Interval, check_identity_labels, validate_params
+from .._validation import Interval, validate_params
 from ..metrics import calibrate_threshold
 from ..pairs import check_pairs, check_points, sample_pairs
-from ..pairs.checks import SAFE_EXPONENT, largest_magnitude, scale_exponent
+from ..pairs.checks import (SAFE_EXPONENT, check_identity_labels, largest_magnitude,
+                            scale_exponent)
 from ..pairs.tags import score_kind
 from ._base import PairLearnerMixin
 

@@ -12,7 +12,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._validation import check_count, check_identity_labels
+from .._validation import check_count
+from .checks import check_identity_labels
 
 __all__ = ["ENUMERATE_LIMIT", "sample_pairs", "fold_pairs", "unrestricted_pairs"]
 
