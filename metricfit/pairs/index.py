@@ -36,7 +36,7 @@ __all__ = ["is_dask", "is_index_pairs", "check_point_store", "check_index_pairs"
            "score_pairs", "pairs_as_given", "largest_entry", "similar_pair_classes"]
 
 POINT_BLOCK_BYTES = 32 * 2**20  # rows of a point store read per block (~32 MB)
-CHUNK_SIZE = 8192  # index pairs per chunk of the pair pass
+CHUNK_SIZE = 8192  # pairs per chunk of every pass over pairs (vector or index; losses, mappings)
 
 
 def is_dask(X):
