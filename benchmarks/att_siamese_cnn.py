@@ -50,10 +50,10 @@ import numpy as np
 from scipy import ndimage
 
 from metricfit.backend import gaussian_claims
-from metricfit.cnn import energy
 from metricfit.datasets import load_att_faces, load_lfw
 from metricfit.learners import score_kind
 from metricfit.learners.siamese_cnn import SiameseCNN
+from metricfit.losses.distances import energy
 from metricfit.metrics import false_reject_at_false_accept, max_decision_accuracy
 from metricfit.pairs import sample_pairs
 

@@ -3,10 +3,10 @@ r"""One objective factory: any pair loss x any mapping x vector or index pairs.
 :func:`make_objective` is the only place that chooses how a siamese objective is computed
 (ARCHITECTURE.md, "The generic path and the fast path agree"):
 
-- ``Linear`` + a loss with a prepared linear form (triangular, cosine, ddml): on vector
-  pairs (n, 2, d) the loss's prepared ``objective`` (TSML's ``x + s y``, DDML's ``x - y``); on
-  index pairs into points the loss's ``index_objective`` (project the points once, scatter
-  back, one GEMM).
+- ``Linear`` + a loss that declares a prepared linear form (``PairLoss.linear``: triangular,
+  cosine, ddml): on vector pairs (n, 2, d) the loss's prepared ``objective`` (TSML's
+  ``x + s y``, DDML's ``x - y``); on index pairs into points the loss's ``index_objective``
+  (project the points once, scatter back, one GEMM).
 - ``ConvNet``, any loss: on vector pairs :class:`~metricfit.cnn.SiameseObjective` (one pass
   of the stacked ``[X1; X2]`` images); on index pairs :class:`IndexMappedObjective`.
 - any other mapping: :class:`MappedObjective` on vector pairs, :class:`IndexMappedObjective`
@@ -16,17 +16,15 @@ All four return ``f(theta) -> (J, G)`` on the flat parameter vector with the bat
 the SGD solver (``n_pairs``, ``labels``, ``batch``), and the same cost and gradient
 (``tests/test_objective.py`` ties every fast path to the generic composition to 1e-10).
 The data are validated once, at the estimator's edge: the objectives built here do not scan
-them again (``validated=True``).
+them again (``trusted=True``, explicit). The penalty is :mod:`metricfit.losses.penalty`'s.
 """
-
-import functools
-import inspect
 
 import numpy as np
 
 from .losses import get_loss, ldml, loss_params
+from .losses.penalty import Regularised
 from .cnn.objective import SiameseObjective
-from .mappings import ConvNet, Linear, MappedObjective
+from .mappings import ConvNet, MappedObjective
 from .mappings.objective import IndexMappedObjective
 from .pairs.index import IndexPairs
 
@@ -34,29 +32,35 @@ __all__ = ["make_objective", "make_metric_objective"]
 
 
 def has_fast_path(loss, mapping):
-    """Whether (loss, mapping) has a prepared linear algebra."""
-    return isinstance(mapping, Linear) and hasattr(get_loss(loss), "objective")
+    """Whether (loss, mapping) has a prepared linear algebra: a mapping that declares
+    ``is_linear`` and a loss that declares one (``PairLoss.linear``)."""
+    return mapping.is_linear and get_loss(loss).linear is not None
 
 
-def make_objective(loss, mapping, pairs, s, lam=0.0, theta0=None, params=None, fast=True):
+def make_objective(loss, mapping, pairs, s, lam=0.0, theta0=None, params=None, fast=True,
+                   trusted=True):
     r"""``f(theta) -> (J, G)`` of ``J = mean_i L(f(x_i), f(y_i), s_i) + lam/2 |theta - theta0|^2``.
 
     Parameters
     ----------
-    loss : str or module
-        A name of :data:`metricfit.losses.PAIR_LOSSES` (or alias) or a loss module.
+    loss : str or PairLoss
+        A name of :data:`metricfit.losses.PAIR_LOSSES` (or alias) or a declared loss.
     mapping : metricfit.mappings.Mapping
     pairs : ndarray of shape (n_pairs, 2, d) or IndexPairs
-        Already validated (finite, float32 or float64), as the estimators' edge returns them.
+        Validated (finite, float32 or float64) when ``trusted``, as the estimators' edge
+        returns them.
     s : ndarray of shape (n_pairs,)
-        Labels in {-1, +1}, already validated.
+        Labels in {-1, +1}, validated when ``trusted``.
     lam : float, default=0.0
     theta0 : ndarray of shape (n_params,), default=None
         The regulariser's target (None: zeros).
     params : dict, default=None
-        The loss's hyper-parameters (its ``DEFAULTS`` updated with these).
+        The loss's hyper-parameters (its ``defaults`` updated with these).
     fast : bool, default=True
         False forces the generic composition (for the tests that tie the two).
+    trusted : bool, default=True
+        The data were validated upstream: the objectives and the losses that check their
+        input (``checks_input``) only lay the data out, without scanning them again.
 
     Returns
     -------
@@ -69,45 +73,20 @@ def make_objective(loss, mapping, pairs, s, lam=0.0, theta0=None, params=None, f
         shape = (mapping.n_components, mapping.n_features)
         A0 = None if theta0 is None else np.asarray(theta0).reshape(shape)
         if index:
-            return loss.index_objective(pairs.points, pairs.index, s, lam=lam, A0=A0,
-                                        validated=True, **params)
-        return loss.objective(pairs[:, 0], pairs[:, 1], s, lam=lam, A0=A0, validated=True,
-                              **params)
-    if "validated" in inspect.signature(loss.embedding_cost_grad).parameters:
-        params["validated"] = True  # the numba losses' own check of their inputs
-    cost_grad = functools.partial(loss.embedding_cost_grad, **params)
+            return loss.linear.index_objective(pairs.points, pairs.index, s, lam=lam, A0=A0,
+                                               validated=trusted, **params)
+        return loss.linear.objective(pairs[:, 0], pairs[:, 1], s, lam=lam, A0=A0,
+                                     validated=trusted, **params)
+    cost_grad = loss.cost_grad_on(params, trusted=trusted)
     if fast and isinstance(mapping, ConvNet) and not index:
         images = pairs.reshape(pairs.shape[0], 2, *mapping.input_shape)
         return Regularised(SiameseObjective(mapping.network, images, s,
                                             embedding_cost_grad=cost_grad), lam, theta0)
     if index:
         return IndexMappedObjective(cost_grad, mapping, pairs.points, pairs.index, s, lam=lam,
-                                    theta0=theta0, validated=True)
+                                    theta0=theta0, validated=trusted)
     return MappedObjective(cost_grad, mapping, pairs[:, 0], pairs[:, 1], s, lam=lam,
-                           theta0=theta0, validated=True)
-
-
-class Regularised:
-    """``f(theta) + lam/2 |theta - theta0|^2`` (and on each mini-batch) for an objective
-    without a regulariser (the convnet's); J and G in the dtype of ``f``'s gradient."""
-
-    def __init__(self, f, lam=0.0, theta0=None):
-        self.f, self.lam, self.theta0 = f, float(lam), theta0
-        self.n_pairs, self.labels = f.n_pairs, f.labels
-
-    def _add(self, theta, J, G):
-        if not self.lam:
-            return J, G
-        diff = np.asarray(theta, dtype=G.dtype).reshape(-1)
-        if self.theta0 is not None:
-            diff = diff - np.asarray(self.theta0, dtype=G.dtype).reshape(-1)
-        return J + 0.5 * self.lam * float(np.vdot(diff, diff)), G + self.lam * diff
-
-    def __call__(self, theta):
-        return self._add(theta, *self.f(theta))
-
-    def batch(self, theta, rows):
-        return self._add(theta, *self.f.batch(theta, rows))
+                           theta0=theta0, validated=trusted)
 
 
 def make_metric_objective(pairs, s, lam=0.0):

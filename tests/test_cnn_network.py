@@ -5,11 +5,14 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from metricfit.cnn import (ConvNet, SiameseObjective, embedding_cost_grad, energy, fit_gaussian,
-                           gaussian_claims, gaussian_log_density, network_spec)
+from metricfit.cnn import (ConvNet, SiameseObjective, fit_gaussian, gaussian_claims,
+                           gaussian_log_density, network_spec)
 from metricfit.cnn import _kernels, num_threads
 from metricfit.cnn._threads import CHUNK
-from metricfit.cnn.loss import square_exponential
+from metricfit.cnn.objective import _seed_000_loss as embedding_cost_grad
+from metricfit.losses import square_exponential
+from metricfit.losses._energy import impostor
+from metricfit.losses.distances import energy
 from test_cnn_kernels import numeric_grad, some
 
 
@@ -107,8 +110,8 @@ def test_loss_gradient_matches_finite_differences(loss, kind, label):
 
 def test_eq8_values_and_label_mapping():
     E, Q = np.array([0.0, 10.0]), 100.0
-    L_gen, _ = square_exponential(E, np.array([1, 1]), Q)  # s = +1: Y = 0 (genuine)
-    L_imp, _ = square_exponential(E, np.array([-1, -1]), Q)  # s = -1: Y = 1 (impostor)
+    L_gen, _ = square_exponential.per_pair(E, impostor(np.array([1, 1])), Q)  # s = +1: Y = 0
+    L_imp, _ = square_exponential.per_pair(E, impostor(np.array([-1, -1])), Q)  # s = -1: Y = 1
     np.testing.assert_allclose(L_gen, [0.0, 2 / Q * 100])
     np.testing.assert_allclose(L_imp, 2 * Q * np.exp(-2.77 * E / Q))
     assert energy(np.ones((1, 3)), -np.ones((1, 3)))[0] == 6.0  # the L1 norm

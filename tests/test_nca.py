@@ -247,3 +247,30 @@ def test_calibration_pairs_are_labelled_right(rng):
     assert (pairs[:, 0] != pairs[:, 1]).all()
     np.testing.assert_array_equal(np.where(same, 1, -1), s)
     assert set(np.unique(pairs[s == 1])) == {0, 1, 2, 52, 53}
+
+
+def test_report_and_warning_are_the_solver_mixins(capsys):
+    """NCA reports its iterations and warns through SolverMixin, as every optimised learner."""
+    from metricfit.learners._solver import SolverMixin
+
+    assert NCA._on_iteration is SolverMixin._on_iteration
+    assert NCA._warn_if_failed is SolverMixin._warn_if_failed
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 4)), np.repeat(np.arange(6), 5)
+    seen = []
+    with pytest.warns(ConvergenceWarning, match=r"\[NCA\] lbfgs did not converge after 2"):
+        NCA(n_components=2, max_iter=2, verbose=1,
+            callback=lambda params, it: seen.append((params.shape, it))).fit(X, y)
+    assert "[NCA] iteration      1  cost" in capsys.readouterr().out
+    assert seen == [((2, 4), 1), ((2, 4), 2)]
+
+
+def test_linear_algebra_is_declared_by_the_mapping():
+    """nca.objective takes the linear form for a mapping that declares ``is_linear``."""
+    rng = np.random.default_rng(1)
+    X, codes = rng.normal(size=(20, 5)), np.repeat(np.arange(4), 5)
+    A = rng.normal(size=(2, 5))
+    J, G = nca.objective(Linear(5, 2), X, codes)(A.ravel())
+    J_ref, G_ref = nca.cost_grad(A, X, codes)
+    assert J == J_ref and np.array_equal(G, G_ref.ravel())
+    assert Linear.is_linear and not Tanh.is_linear and not MLP.is_linear

@@ -120,3 +120,34 @@ def test_convnet_fast_path_equals_generic_composition(loss):
     for (J1, G1), (J2, G2) in [(fast(theta), generic(theta)),
                                (fast.batch(theta, rows), generic.batch(theta, rows))]:
         assert abs(J1 - J2) <= 1e-10 * max(1.0, abs(J2)) and relative_error(G1, G2) < 1e-10
+
+
+def test_untrusted_data_are_validated(monkeypatch):
+    """``trusted=False`` (explicit) scans the data again: the checks are called."""
+    calls = []
+
+    def record(*args, **kwargs):
+        calls.append(args)
+        raise AssertionError("validated")
+
+    monkeypatch.setattr(linear_module, "check_pair_labels", record)
+    monkeypatch.setattr(mapped_module, "_check_pairs", record)
+    pairs, s = problem(n=8, d=36)
+    for loss, mapping in [("triangular", Linear(36, 3)), ("contrastive", Tanh(36, 3))]:
+        with pytest.raises(AssertionError, match="validated"):
+            make_objective(loss, mapping, pairs, s, trusted=False)
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("loss", ["contrastive", "square_square", "square_exponential"])
+@pytest.mark.parametrize("kind", ["mlp", "convnet"])
+def test_avg_non_zero_reducer_through_a_mapping_matches_central_differences(loss, kind):
+    pairs, s = problem(seed=7)
+    mapping = mappings(36)[kind]
+    theta = mapping.init(0)
+    params = {"reducer": "avg_non_zero"}
+    f = make_objective(loss, mapping, pairs, s, lam=0.1, params=params)
+    J, G = f(theta)
+    assert relative_error(G, numerical(f, theta)) < 1e-6
+    mean = make_objective(loss, mapping, pairs, s, lam=0.1)(theta)[0]
+    assert J >= mean - 1e-12  # the same sum over no more pairs

@@ -24,11 +24,30 @@ import functools
 
 import numpy as np
 
+from ..losses import contrastive, square_exponential
+from ..losses.distances import get_distance
+from ..losses.penalty import add_penalty
 from ._workspace import Workspace
-from .loss import embedding_cost_grad as _seed_000_loss
 from .schedule import learning_rate_factor
 
 __all__ = ["SiameseObjective", "TrainingObjective"]
+
+SEED_000_LOSSES = ("square_exponential", "contrastive")
+
+
+def _seed_000_loss(a, b, s, loss="square_exponential", Q=None, margin=None, kind="l1"):
+    """The convnet's default loss, ``(J, dJ/da, dJ/db)``: seed 000's eq. 8
+    (:mod:`metricfit.losses.square_exponential`, Q None: the bound of the ``kind`` energy for
+    outputs in (-1, 1)) or DrLIM's contrastive loss (:mod:`metricfit.losses.contrastive`,
+    margin None: Q / 4)."""
+    distance = get_distance(kind)
+    Q = distance.bound(a.shape[1]) if Q is None else float(Q)
+    if loss == "square_exponential":
+        return square_exponential.embedding_cost_grad(a, b, s, Q=Q, energy=distance)
+    if loss == "contrastive":
+        margin = Q / 4 if margin is None else float(margin)
+        return contrastive.embedding_cost_grad(a, b, s, margin=margin, energy=distance)
+    raise ValueError(f"loss must be one of {SEED_000_LOSSES}, got {loss!r}.")
 
 
 class SiameseObjective:
@@ -43,15 +62,21 @@ class SiameseObjective:
         Pairs per forward/backward pass in ``__call__`` (memory bound).
     embedding_cost_grad : callable, default=None
         Any pair loss on embeddings ``(a, b, s) -> (J, dJ/da, dJ/db)`` (e.g. a loss of
-        :data:`metricfit.losses.PAIR_LOSSES` with its parameters bound); None:
-        :func:`metricfit.cnn.loss.embedding_cost_grad` with ``loss_params``.
+        :data:`metricfit.losses.PAIR_LOSSES` with its parameters bound); None: seed 000's
+        square-exponential loss (or the contrastive loss) with ``loss_params``.
     augment : callable, default=None
         ``augment(images) -> images`` of the same shape, applied to the ``2B`` stacked images
         of every mini-batch in :meth:`batch` (e.g. seeded random shifts, scalings, rotations
         and flips, :func:`metricfit.cnn.augment.augment_images`); never in ``__call__``, the
         full objective on the pairs as given.
     **loss_params
-        Passed to :func:`metricfit.cnn.loss.embedding_cost_grad` (loss, Q, margin, kind).
+        Of the default loss: ``loss`` ('square_exponential' or 'contrastive'), ``Q`` (None:
+        the energy's bound for outputs in (-1, 1)), ``margin`` (None: Q / 4) and ``kind``
+        (the energy, 'l1' or 'l2').
+
+    Notes
+    -----
+    J and G are in the compute dtype (the loss's J is rounded to it).
 
     Examples
     --------
@@ -100,6 +125,7 @@ class SiameseObjective:
             images = augment(images)
         G, cache = self.net.forward(theta, images, self._workspace)  # (2B, k)
         J, dJ_da, dJ_db = self.loss(G[:n], G[n:], self.labels[rows])
+        J = self.pairs.dtype.type(J)  # the compute dtype, as the gradient
         return J, self.net.backward(theta, cache, np.concatenate([dJ_da, dJ_db]),
                                     self._workspace)
 
@@ -173,11 +199,7 @@ class TrainingObjective:
         self.step = 0
 
     def _decayed(self, theta, J, G):
-        if self.weight_decay == 0:
-            return J, G
-        w = np.where(self.decay_mask, theta, 0.0)  # (n_params,)
-        return (J + 0.5 * self.weight_decay * float(np.vdot(w, w)),
-                G + (self.weight_decay * w).astype(G.dtype, copy=False))
+        return add_penalty(J, G, theta, self.weight_decay, mask=self.decay_mask)
 
     def batch(self, theta, rows):
         factor = learning_rate_factor(self.schedule, self.step, self.steps_per_epoch,
@@ -188,4 +210,3 @@ class TrainingObjective:
 
     def __call__(self, theta):
         return self._decayed(theta, *self.objective(theta))
-

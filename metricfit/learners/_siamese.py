@@ -54,7 +54,7 @@ class _Transformer:
 class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEstimator):
     """Base of the learners built on one mapping, one pair loss and one optimizer.
 
-    Subclasses name their loss through ``_loss_spec() -> (name or module, params)``.
+    Subclasses name their loss through ``_loss_spec() -> (name or PairLoss, params)``.
 
     Examples
     --------
@@ -123,7 +123,8 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
         raise NotImplementedError
 
     def _loss(self):
-        """(loss module, its hyper-parameters), checked."""
+        """(the declared loss, :class:`~metricfit.losses.PairLoss`, its hyper-parameters),
+        checked."""
         name, params = self._loss_spec()
         loss = get_loss(name)
         return loss, loss_params(loss, params)
@@ -131,7 +132,7 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
     @property
     def _score_kind(self):
         """'cosine' or 'distance' (how MkNN and the applications read the scores)."""
-        return "cosine" if getattr(self._loss()[0], "SCORE_KIND", "") == "cosine" else "distance"
+        return "cosine" if self._loss()[0].score_kind == "cosine" else "distance"
 
     # -- fit: validate, start, objective, optimise, unpack ---------------------------------
 
@@ -269,13 +270,14 @@ class Siamese(SiameseLearner):
 
     Parameters
     ----------
-    loss : str or module, default='triangular'
-        One of {_LOSS_NAMES} (aliases {', '.join(LOSS_ALIASES)}), or a loss
-        module of :mod:`metricfit.losses`. Unknown names raise ValueError listing the
-        choices.
+    loss : str or PairLoss, default='triangular'
+        One of {_LOSS_NAMES} (aliases {', '.join(LOSS_ALIASES)}), or a declared loss
+        (:class:`metricfit.losses.PairLoss`; a loss module of :mod:`metricfit.losses` stands
+        for its ``SPEC``). Unknown names raise ValueError listing the choices.
     loss_params : dict, default=None
         The loss's hyper-parameters (e.g. ``{{'margin': 2.0, 'energy': 'l1'}}`` for
-        'contrastive'); None: its ``DEFAULTS``.{SIAMESE_PARAMETERS}
+        'contrastive'; the energy losses also take ``'reducer'``, 'mean' or
+        'avg_non_zero'); None: its ``defaults``.{SIAMESE_PARAMETERS}
     Attributes
     ----------{SIAMESE_ATTRIBUTES}
     Examples

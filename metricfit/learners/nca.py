@@ -6,13 +6,11 @@ calibrate ``threshold_`` on training pairs. Pairs are scored through the shared 
 minus the squared distance of their embeddings.
 """
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.decomposition import PCA
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import (Interval, PointOutputMixin, StrOptions, check_feature_names,
@@ -24,6 +22,7 @@ from ..optim import minimize
 from ..pairs import check_points, check_points_or_pairs
 from ..pairs.checks import largest_magnitude, scale_exponent
 from ._base import FittedMappingMixin, PairLearnerMixin
+from ._solver import SolverMixin
 
 NCA_MAPPINGS = ("linear", "mlp", "tanh")  # point mappings on feature vectors
 
@@ -87,7 +86,7 @@ def calibration_pairs(codes, n_pairs, rng):
     return pairs, np.repeat([1, -1], n_pairs)
 
 
-class NCA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, FittedMappingMixin,
+class NCA(SolverMixin, PointOutputMixin, ClassNamePrefixFeaturesOutMixin, FittedMappingMixin,
           PairLearnerMixin, BaseEstimator):
     r"""Neighbourhood Components Analysis (Goldberger et al. 2004, seed 003): the mapping
     that maximises the expected number of points whose softmax-picked neighbour shares
@@ -223,10 +222,8 @@ class NCA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, FittedMappingMixin,
         theta0 = self._initial_params(mapping, X)
         objective = nca.objective(mapping, X, codes, self.block_rows)
         result = minimize(objective, theta0, solver="lbfgs", max_iter=self.max_iter,
-                          tol=self.tol, callback=self._on_iteration(mapping))
-        if not result.success:
-            warnings.warn(f"[NCA] L-BFGS did not converge after {result.nit} iterations: "
-                          f"{result.message}. Increase max_iter or tol.", ConvergenceWarning)
+                          tol=self.tol, callback=self._on_iteration(mapping.as_attribute))
+        self._warn_if_failed(result, solver="lbfgs")
         self._unpack(mapping, result.x.astype(X.dtype))
         self.objective_, self.n_iter_ = float(result.fun), int(result.nit)
         self.classes_ = np.array([-1, 1])
@@ -258,18 +255,6 @@ class NCA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, FittedMappingMixin,
         if not np.isfinite(theta).all():
             raise ValueError("init contains NaN or infinity.")
         return theta.ravel()
-
-    def _on_iteration(self, mapping):
-        if not (self.verbose or self.callback):
-            return None
-
-        def report(theta, J, n_iter):
-            if self.verbose:
-                print(f"[NCA] iteration {n_iter:6d}  cost {J:.6f}")
-            if self.callback is not None:
-                self.callback(mapping.as_attribute(theta), n_iter)
-
-        return report
 
     def _check_pairs(self, pairs, reject_zero=False):
         """Zero vectors are fine: pairs are scored by a distance."""

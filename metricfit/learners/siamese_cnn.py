@@ -21,13 +21,13 @@ from sklearn.utils.validation import check_is_fitted
 from .._files import read_npz_file
 from .._version import __version__
 from .._validation import Interval, StrOptions, validate_params
-from ..cnn import ConvNet, NetworkSpec, SiameseObjective, energy_bound, num_threads
+from ..cnn import ConvNet, NetworkSpec, SiameseObjective, num_threads
 from ..cnn.augment import augment_images, random_transforms
-from ..cnn.loss import ENERGIES
 from ..cnn.objective import TrainingObjective
 from ..cnn.schedule import SCHEDULES
 from ..features._images import check_images
 from ..losses import ALIASES, PAIR_LOSSES, get_loss, loss_params
+from ..losses.distances import ENERGIES, energy_bound
 from ..mappings import ConvNet as ConvNetMapping
 from ..optim import minimize
 from ..pairs import check_pair_labels

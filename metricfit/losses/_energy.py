@@ -11,25 +11,18 @@ Labels use the toolkit's coding ``s = +1`` similar (genuine) / ``s = -1`` dissim
     E = \|a - b\|_2, \quad \frac{\partial E}{\partial a} = \frac{a - b}{E}
     \ (0 \text{ at } E = 0).
 
-Every energy loss is ``L(E, Y)`` per pair; :func:`mean_energy_loss` averages it over the pairs
-and chains ``dL/dE`` with ``dE/da`` and ``dE/db = -dE/da`` (the ``(J, dJ/da, dJ/db)`` API of
-:mod:`metricfit.losses`). Pure NumPy: the work is O(n k) element-wise, BLAS-free.
+Every energy loss is ``L(E, Y)`` per pair; :func:`energy_loss` reduces it over the pairs
+(the mean by default; :mod:`metricfit.losses.reducers`) and chains ``dL/dE`` with ``dE/da``
+and ``dE/db = -dE/da`` (the ``(J, dJ/da, dJ/db)`` API of :mod:`metricfit.losses`); the
+distance objects of :mod:`metricfit.losses.distances` wrap :func:`energy`. Pure NumPy: the
+work is O(n k) element-wise, BLAS-free.
 """
 
 import numpy as np
 
-from ._scores import l2_distances
-
-__all__ = ["ENERGIES", "energy", "energy_bound", "impostor", "mean_energy_loss",
-           "check_energy"]
+__all__ = ["ENERGIES", "energy", "energy_bound", "impostor", "energy_loss"]
 
 ENERGIES = ("l1", "l2")
-
-
-def check_energy(kind):
-    if kind not in ENERGIES:
-        raise ValueError(f"energy must be one of {ENERGIES}, got {kind!r}.")
-    return kind
 
 
 def energy(a, b, kind="l1"):
@@ -55,20 +48,16 @@ def impostor(s):
     return (1 - np.asarray(s, dtype=np.float64)) / 2
 
 
-def mean_energy_loss(per_pair, a, b, s, kind):
-    """``(J, dJ/da, dJ/db)`` of ``J = mean_i L(E_i, Y_i)`` for ``per_pair(E, Y) -> (L, dL/dE)``.
+def energy_loss(per_pair, a, b, s, distance, reducer):
+    """``(J, dJ/da, dJ/db)`` of ``J = reduce_i L(E_i, Y_i)`` for ``per_pair(E, Y) -> (L, dL/dE)``.
 
-    ``a``, ``b`` (n, k) float32 or float64; the gradients come back in that dtype.
+    ``distance`` gives ``(E, dE/da)`` (:mod:`metricfit.losses.distances`), ``reducer`` turns
+    the per-pair L and dL/dE into J and dJ/dE (:mod:`metricfit.losses.reducers`; the mean:
+    ``dL / n``). ``a``, ``b`` (n, k) float32 or float64; the gradients come back in that
+    dtype, J as a Python float.
     """
-    E, dE = energy(a, b, kind)
+    E, dE = distance.value_grad(a, b)
     L, dL = per_pair(E, impostor(s))
-    n = a.shape[0]
-    dJ_da = (dL / n)[:, None].astype(a.dtype) * dE  # (n, k)
-    return float(np.mean(L)), dJ_da, -dJ_da
-
-
-def pair_energy_score(a, b, kind):
-    """``-E``: higher means more similar (the L2 energy without intermediate overflow)."""
-    if kind == "l2":
-        return -l2_distances(a, b)
-    return -energy(a, b, kind)[0]
+    J, dJ_dE = reducer.reduce(L, dL)
+    dJ_da = dJ_dE[:, None].astype(a.dtype) * dE  # (n, k)
+    return J, dJ_da, -dJ_da

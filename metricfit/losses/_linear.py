@@ -1,5 +1,6 @@
 """What every linear pair loss shares: input checks, the chunked composition of a loss on
-embeddings with the linear map ``a = A x``, the regulariser and the prepared-objective protocol.
+embeddings with the linear map ``a = A x`` and the prepared-objective protocol (the
+regulariser is :func:`metricfit.losses.penalty.add_penalty`).
 
 The generic composition (the "truth" path)
 -----------------------------------------
@@ -17,9 +18,9 @@ Pairs go through in chunks, so temporaries are O(chunk_size * k + k * d) whateve
 import numpy as np
 
 from ..pairs import check_pair_labels
+from ..pairs.index import CHUNK_SIZE
 from ._scores import cosine_rows
-
-CHUNK_SIZE = 8192
+from .penalty import add_penalty
 
 
 def _float_dtype(*arrays):
@@ -77,15 +78,6 @@ def check_components(A, n_features, dtype, A0=None):
     return A, np.ascontiguousarray(A0, dtype=dtype)
 
 
-def add_regulariser(J, G, A, A0, lam):
-    """J + lam/2 ||A - A0||^2 and G + lam (A - A0) (G updated in place)."""
-    if lam == 0:
-        return J, G
-    diff = A - A0  # (k, d)
-    G += lam * diff
-    return J + 0.5 * lam * float(np.vdot(diff, diff)), G
-
-
 def composed_cost_grad(embedding_kernel, A, X1, X2, s, chunk_size=CHUNK_SIZE):
     """sum_i J_i and sum_i dJ_i/dA through the linear map, chunk by chunk (no regulariser).
 
@@ -115,6 +107,8 @@ def embedding_cost_grad(embedding_kernel, a, b, s, validated=False):
 
     This is the entry point for non-linear mappings: they back-propagate dJ/da and dJ/db.
     ``validated=True`` (inside an objective, on embeddings of validated data): no scan.
+    J is a Python float (its value rounded to the data dtype), the gradients in the data
+    dtype.
     """
     a, b, s = check_pair_data(a, b, s, validated)
     Ga, Gb = a.copy(), b.copy()
@@ -122,7 +116,7 @@ def embedding_cost_grad(embedding_kernel, a, b, s, validated=False):
     J = embedding_kernel(Ga, Gb, s) / n
     Ga /= n
     Gb /= n
-    return a.dtype.type(J), Ga, Gb
+    return float(a.dtype.type(J)), Ga, Gb
 
 
 class PreparedObjective:
@@ -178,7 +172,7 @@ class PreparedObjective:
         A, A0 = check_components(A, self.n_features, self.dtype, self.A0)
         total, G = data_cost_grad(A)
         G /= n_pairs
-        J, G = add_regulariser(total / n_pairs, G, A, A0, self.lam)
+        J, G = add_penalty(total / n_pairs, G, A, self.lam, A0)
         return self.dtype.type(J), (G.ravel() if flat else G)
 
     def _data_cost_grad(self, A):

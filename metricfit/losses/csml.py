@@ -32,17 +32,18 @@ from numba import njit
 from ._linear import (
     CHUNK_SIZE,
     PreparedObjective,
-    add_regulariser,
     check_components,
     check_pair_data,
     composed_cost_grad,
 )
 from ._index import IndexPairObjective
+from .penalty import add_penalty
+from ._spec import LinearPath, PairLoss
 from ._linear import cosine_scores
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
 __all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "pair_score",
-           "DEFAULTS"]
+           "DEFAULTS", "SPEC"]
 
 
 @njit(cache=True)
@@ -96,7 +97,7 @@ def cost_grad(A, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
     total, G = composed_cost_grad(_embedding_grad_inplace, A, X1, X2, s, chunk_size)
     n = X1.shape[0]
     G /= n
-    J, G = add_regulariser(total / n, G, A, A0, lam)
+    J, G = add_penalty(total / n, G, A, lam, A0)
     return X1.dtype.type(J), G
 
 
@@ -151,10 +152,14 @@ def index_objective(points, index, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE,
                               chunk_size=chunk_size, validated=validated)
 
 
-SCORE_KIND = "cosine"
 DEFAULTS = {}
 
 
 def pair_score(a, b):
     """The cosine of each pair of embeddings (higher = more similar)."""
     return cosine_scores(a, b)
+
+
+SPEC = PairLoss("cosine", embedding_cost_grad, pair_score, score_kind="cosine",
+                defaults=DEFAULTS, linear=LinearPath(cost_grad, objective, index_objective),
+                aliases=("csml",), checks_input=True)

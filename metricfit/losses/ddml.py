@@ -55,16 +55,17 @@ from numba import njit
 from ._linear import (
     CHUNK_SIZE,
     PreparedObjective,
-    add_regulariser,
     check_components,
     check_pair_data,
 )
 from ._scores import squared_distances
 from ._index import IndexPairObjective
+from .penalty import add_penalty
+from ._spec import LinearPath, PairLoss
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
 __all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "pair_score",
-           "DEFAULTS"]
+           "DEFAULTS", "SPEC"]
 
 
 @njit(cache=True)
@@ -210,7 +211,7 @@ def cost_grad(A, X1, X2, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_
     total, G = _delta_cost_grad(A, X1, X2, s, T, tau, int(chunk_size))
     n = X1.shape[0]
     G /= n
-    J, G = add_regulariser(total / n, G, A, A0, lam)
+    J, G = add_penalty(total / n, G, A, lam, A0)
     return X1.dtype.type(J), G
 
 
@@ -285,7 +286,6 @@ def index_objective(points, index, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_s
                               A0=A0, chunk_size=chunk_size, validated=validated)
 
 
-SCORE_KIND = "distance"  # minus the squared distance
 DEFAULTS = {"T": 10.0, "tau": 1.0}
 
 
@@ -299,3 +299,8 @@ def pair_score(a, b, T=10.0, tau=1.0):
       Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
     return -squared_distances(a, b)
+
+
+SPEC = PairLoss("ddml", embedding_cost_grad, pair_score, score_kind="distance",
+                defaults=DEFAULTS, linear=LinearPath(cost_grad, objective, index_objective),
+                checks_input=True)

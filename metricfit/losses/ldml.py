@@ -59,6 +59,7 @@ from ..pairs import check_points
 from ..pairs.index import IndexPairs, score_index_pairs
 from ._index import check_index_pair_data, make_passes
 from ._linear import CHUNK_SIZE, _float_dtype, check_pair_data
+from .penalty import add_penalty
 
 __all__ = ["cost_grad", "objective", "index_objective", "pair_probability", "pack", "unpack",
            "metric_embedding", "metric_distances"]
@@ -199,10 +200,7 @@ def _symmetrise(GM):
 def _finish(total, GM, sum_w, M, lam, n, dtype):
     """Mean, regulariser; (J, GM, gb) in the data dtype."""
     GM /= n
-    J = total / n
-    if lam:
-        GM += lam * M
-        J += 0.5 * lam * float(np.vdot(M, M))
+    J, GM = add_penalty(total / n, GM, M, lam)
     return dtype.type(J), GM, dtype.type(-sum_w / n)
 
 

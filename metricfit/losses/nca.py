@@ -70,8 +70,6 @@ import numpy as np
 from numba import njit
 from scipy.linalg import blas
 
-from ..mappings.linear import Linear
-
 __all__ = ["cost_grad_embedded", "cost_grad", "objective", "default_block_rows"]
 
 BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
@@ -240,8 +238,9 @@ def cost_grad(A, X, codes, block_rows=None):
 
 def objective(mapping, X, codes, block_rows=None):
     """``f(theta) -> (J, dJ/dtheta)`` for NCA through any mapping (``forward`` / ``backward``
-    on a flat theta), computed in X's dtype. A :class:`metricfit.mappings.Linear` mapping
-    takes :func:`cost_grad` (the ``2 A (...)`` form when it is cheaper).
+    on a flat theta), computed in X's dtype. A mapping that declares ``is_linear``
+    (``x -> A x``, ``theta = A.ravel()``: :class:`metricfit.mappings.Linear`) takes
+    :func:`cost_grad` (the ``2 A (...)`` form when it is cheaper).
 
     Parameters
     ----------
@@ -254,7 +253,7 @@ def objective(mapping, X, codes, block_rows=None):
     -------
     f : callable
     """
-    if isinstance(mapping, Linear):
+    if mapping.is_linear:
         shape = (mapping.n_components, mapping.n_features)
 
         def f_linear(theta):

@@ -28,10 +28,10 @@ convention). Pairs are scored by the cosine.
 import numpy as np
 
 from ._scores import cosine_rows
+from ._spec import PairLoss
 
-__all__ = ["embedding_cost_grad", "pair_score", "DEFAULTS"]
+__all__ = ["embedding_cost_grad", "pair_score", "DEFAULTS", "SPEC"]
 
-SCORE_KIND = "cosine"
 DEFAULTS = {"impostor_target": 0.0}
 
 
@@ -68,3 +68,7 @@ def embedding_cost_grad(a, b, s, impostor_target=0.0):
 def pair_score(a, b, impostor_target=0.0):
     """The cosine of each pair (higher = more similar)."""
     return cosine_rows(a, b)
+
+
+SPEC = PairLoss("signature_cosine", embedding_cost_grad, pair_score, score_kind="cosine",
+                defaults=DEFAULTS)

@@ -20,13 +20,15 @@ by ``-E``.
 
 import numpy as np
 
-from ._energy import check_energy, energy_bound, mean_energy_loss, pair_energy_score
+from ._energy import energy_loss
+from ._spec import PairLoss
+from .distances import L1Energy, get_distance
+from .reducers import get_reducer
 
-__all__ = ["DECAY", "per_pair", "embedding_cost_grad", "pair_score", "DEFAULTS"]
+__all__ = ["DECAY", "per_pair", "embedding_cost_grad", "pair_score", "DEFAULTS", "SPEC"]
 
 DECAY = 2.77  # seed 000 eq. 8
-SCORE_KIND = "energy"  # minus E
-DEFAULTS = {"Q": None, "energy": "l1"}
+DEFAULTS = {"Q": None, "energy": "l1", "reducer": "mean"}
 
 
 def per_pair(E, Y, Q):
@@ -36,23 +38,30 @@ def per_pair(E, Y, Q):
     return L, (1 - Y) * (4 / Q) * E - Y * 2 * DECAY * decay
 
 
-def embedding_cost_grad(a, b, s, Q=None, energy="l1"):
-    """Mean square-exponential loss over pairs of embeddings and ``(J, dJ/da, dJ/db)``.
+def embedding_cost_grad(a, b, s, Q=None, energy="l1", reducer="mean"):
+    """Square-exponential loss over pairs of embeddings (their mean by default) and
+    ``(J, dJ/da, dJ/db)``.
 
     Parameters
     ----------
     a, b : ndarray of shape (n, k)
     s : ndarray of shape (n,), +1 genuine / -1 impostor
     Q : float, default=None
-        The bound of E; None: :func:`~._energy.energy_bound` for outputs in (-1, 1)^k
-        (``2k`` for L1, ``2 sqrt(k)`` for L2).
-    energy : {'l1', 'l2'}, default='l1'
+        The bound of E; None: the distance's ``bound`` for outputs in (-1, 1)^k (``2k`` for
+        L1, ``2 sqrt(k)`` for L2; :mod:`metricfit.losses.distances`).
+    energy : {'l1', 'l2'} or distance, default='l1'
+    reducer : {'mean', 'avg_non_zero'} or reducer, default='mean'
+        How the per-pair losses become J (:mod:`metricfit.losses.reducers`).
     """
-    check_energy(energy)
-    Q = energy_bound(a.shape[1], energy) if Q is None else float(Q)
-    return mean_energy_loss(lambda E, Y: per_pair(E, Y, Q), a, b, s, energy)
+    distance, reducer = get_distance(energy), get_reducer(reducer)
+    Q = distance.bound(a.shape[1]) if Q is None else float(Q)
+    return energy_loss(lambda E, Y: per_pair(E, Y, Q), a, b, s, distance, reducer)
 
 
-def pair_score(a, b, Q=None, energy="l1"):
+def pair_score(a, b, Q=None, energy="l1", reducer="mean"):
     """``-E``: higher means more similar."""
-    return pair_energy_score(a, b, energy)
+    return get_distance(energy).score(a, b)
+
+
+SPEC = PairLoss("square_exponential", embedding_cost_grad, pair_score, score_kind="energy",
+                defaults=DEFAULTS, distance=L1Energy())

@@ -25,12 +25,14 @@ point), a choice of the pairs, not of the per-pair formula. Pairs are scored by 
 
 import numpy as np
 
-from ._energy import check_energy, mean_energy_loss, pair_energy_score
+from ._energy import energy_loss
+from ._spec import PairLoss
+from .distances import L2Energy, get_distance
+from .reducers import get_reducer
 
-__all__ = ["per_pair", "embedding_cost_grad", "pair_score", "DEFAULTS"]
+__all__ = ["per_pair", "embedding_cost_grad", "pair_score", "DEFAULTS", "SPEC"]
 
-SCORE_KIND = "energy"  # minus E
-DEFAULTS = {"margin": 1.0, "energy": "l2"}
+DEFAULTS = {"margin": 1.0, "energy": "l2", "reducer": "mean"}
 
 
 def per_pair(E, Y, margin):
@@ -39,20 +41,27 @@ def per_pair(E, Y, margin):
     return (1 - Y) * E**2 + Y * short**2, 2 * (1 - Y) * E - 2 * Y * short
 
 
-def embedding_cost_grad(a, b, s, margin=1.0, energy="l2"):
-    """Mean square-square loss over pairs of embeddings and ``(J, dJ/da, dJ/db)``.
+def embedding_cost_grad(a, b, s, margin=1.0, energy="l2", reducer="mean"):
+    """Square-square loss over pairs of embeddings (their mean by default) and
+    ``(J, dJ/da, dJ/db)``.
 
     Parameters
     ----------
     a, b : ndarray of shape (n, k)
     s : ndarray of shape (n,), +1 genuine / -1 impostor
     margin : float, default=1.0
-    energy : {'l2', 'l1'}, default='l2'
+    energy : {'l2', 'l1'} or distance, default='l2'
+    reducer : {'mean', 'avg_non_zero'} or reducer, default='mean'
+        How the per-pair losses become J (:mod:`metricfit.losses.reducers`).
     """
-    check_energy(energy)
-    return mean_energy_loss(lambda E, Y: per_pair(E, Y, float(margin)), a, b, s, energy)
+    distance, reducer = get_distance(energy), get_reducer(reducer)
+    return energy_loss(lambda E, Y: per_pair(E, Y, float(margin)), a, b, s, distance, reducer)
 
 
-def pair_score(a, b, margin=1.0, energy="l2"):
+def pair_score(a, b, margin=1.0, energy="l2", reducer="mean"):
     """``-E``: higher means more similar."""
-    return pair_energy_score(a, b, energy)
+    return get_distance(energy).score(a, b)
+
+
+SPEC = PairLoss("square_square", embedding_cost_grad, pair_score, score_kind="energy",
+                defaults=DEFAULTS, distance=L2Energy())

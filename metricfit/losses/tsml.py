@@ -47,15 +47,16 @@ from ._linear import (
     PreparedObjective,
     check_components,
     check_pair_data,
-    add_regulariser,
     composed_cost_grad,
 )
 from ._index import IndexPairObjective
+from .penalty import add_penalty
+from ._spec import LinearPath, PairLoss
 from ._linear import cosine_scores
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
 __all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "pair_score",
-           "DEFAULTS"]
+           "DEFAULTS", "SPEC"]
 
 
 @njit(cache=True)
@@ -150,7 +151,7 @@ def cost_grad(A, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
     total, G = composed_cost_grad(_embedding_grad_inplace, A, X1, X2, s, chunk_size)
     n = X1.shape[0]
     G /= n
-    J, G = add_regulariser(total / n, G, A, A0, lam)
+    J, G = add_penalty(total / n, G, A, lam, A0)
     return X1.dtype.type(J), G
 
 
@@ -233,7 +234,6 @@ def index_objective(points, index, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE,
                               chunk_size=chunk_size, validated=validated)
 
 
-SCORE_KIND = "cosine"
 DEFAULTS = {}
 
 
@@ -246,3 +246,8 @@ def pair_score(a, b):
       Verification", FG 2015 (seed 002).
     """
     return cosine_scores(a, b)
+
+
+SPEC = PairLoss("triangular", embedding_cost_grad, pair_score, score_kind="cosine",
+                defaults=DEFAULTS, linear=LinearPath(cost_grad, objective, index_objective),
+                aliases=("tsml",), checks_input=True)

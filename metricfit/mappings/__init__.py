@@ -18,7 +18,8 @@ flat parameter vector ``theta``:
 the data, with a ValueError listing the choices for an unknown name.
 
 :class:`MappedObjective` composes a mapping with any pair loss's ``embedding_cost_grad``
-(passed in as a callable: this package imports no loss).
+(passed in as a callable: this package imports no loss, only the one L2 penalty of
+:mod:`metricfit.losses.penalty`).
 """
 
 import numpy as np

@@ -102,6 +102,9 @@ class Mapping:
     regularise_towards_init = False
     #: whether theta is a (n_components, n_features) matrix (identity / WCCN / array starts)
     is_matrix = False
+    #: whether the map is ``x -> W x`` with ``theta = W.ravel()``: the losses' prepared linear
+    #: algebra (``PairLoss.linear``, NCA's ``cost_grad``) then computes its objective
+    is_linear = False
 
     def as_attribute(self, theta):
         """The fitted parameters as the estimator exposes them: the flat theta."""

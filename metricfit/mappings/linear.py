@@ -42,6 +42,7 @@ class Linear(Mapping):
     fitted_attribute = "components_"
     regularise_towards_init = True
     is_matrix = True
+    is_linear = True
 
     def as_attribute(self, theta):
         """``components_``: theta as the (n_components, n_features) matrix W."""

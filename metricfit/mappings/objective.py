@@ -28,13 +28,12 @@ from numbers import Integral
 import numpy as np
 
 from .._deprecation import deprecated_aliases
+from ..losses.penalty import add_penalty
 from ..pairs import check_pair_labels
-from ..pairs.index import check_index_pair_data, scatter_add_rows
+from ..pairs.index import CHUNK_SIZE, check_index_pair_data, scatter_add_rows
 from ..pairs.passes import make_passes
 
 __all__ = ["MappedObjective", "IndexMappedObjective", "l2_normalize"]
-
-CHUNK_SIZE = 8192
 
 
 def l2_normalize(X):
@@ -221,10 +220,7 @@ class MappedObjective:
         shape, theta = theta.shape, np.ascontiguousarray(theta.reshape(-1), dtype=self.dtype)
         total, G = data_cost_grad(theta)
         G = np.asarray(G, dtype=self.dtype) / n
-        diff = theta - self.theta0
-        J = total / n + 0.5 * self.lam * float(np.vdot(diff, diff))
-        if self.lam:
-            G += self.lam * diff
+        J, G = add_penalty(total / n, G, theta, self.lam, self.theta0)
         return self.dtype.type(J), G.reshape(shape)
 
 

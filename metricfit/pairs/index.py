@@ -39,7 +39,7 @@ from .identity import similar_pair_classes  # noqa: F401
 __all__ = ["IndexPairs", "check_pair_input", "check_point_store", "check_index_pairs"]
 
 POINT_BLOCK_BYTES = 32 * 2**20  # rows of a point store read per block (~32 MB)
-CHUNK_SIZE = 8192  # index pairs per chunk of the pair pass
+CHUNK_SIZE = 8192  # pairs per chunk of every pass over pairs (vector or index; losses, mappings)
 
 
 def row_blocks(n_rows, n_cols, itemsize, max_bytes=None):
