@@ -23,10 +23,10 @@ Methods (``score_sets(learner, enrol, test, method)``):
 import numpy as np
 from scipy.special import logsumexp
 
-from ..losses._scores import unit_rows
 from ..metrics.scorers import llr_response
 from ..pairs import check_points
 from ..pairs.checks import rescaled_together
+from ..pairs.rows import unit_rows
 from ..pairs.tags import before_final_step, final_step, score_kind
 from .gaussian import fit_gaussian, gaussian_log_density
 from .plda import plda_scorer

@@ -13,8 +13,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..pairs.checks import (SAFE_EXPONENT, check_representable, check_transformer_input,
                             largest_magnitude, scale_exponent)
 from .._validation import Interval, PointOutputMixin, validate_params
-from ..mappings import l2_normalise
 from ..pairs import check_pair_labels
+from ..pairs.rows import l2_normalize
 
 __all__ = ["LengthNormalizer", "LDA"]
 
@@ -25,13 +25,13 @@ def _rows(X):
 
 def _unit_rows(Z):
     """Rows of Z scaled to unit length (zero rows stay 0); rows whose norm overflows or
-    underflows (entries beyond ~1e+-77) through :func:`metricfit.mappings.l2_normalise`,
+    underflows (entries beyond ~1e+-77) through :func:`metricfit.pairs.rows.l2_normalize`,
     which divides by the largest entry first."""
     with np.errstate(over="ignore", under="ignore"):
         norms = np.linalg.norm(Z, axis=1, keepdims=True)
     plain = (np.isfinite(norms) & (norms > 2.0 ** -SAFE_EXPONENT)).ravel()
     out = np.divide(Z, norms, out=np.zeros_like(Z), where=plain[:, None])
-    out[~plain] = l2_normalise(Z[~plain])
+    out[~plain] = l2_normalize(Z[~plain])
     return out
 
 

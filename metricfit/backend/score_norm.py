@@ -24,10 +24,10 @@ from numbers import Integral
 import numpy as np
 
 from .._deprecation import deprecated_aliases
-from ..losses._scores import unit_rows
 from ..metrics.scorers import llr_response
 from ..pairs import check_points
 from ..pairs.checks import check_scores
+from ..pairs.rows import unit_rows
 from ..pairs.tags import before_final_step, final_step, score_kind
 from .plda import plda_scorer
 

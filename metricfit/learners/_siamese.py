@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import Interval, StrOptions, validate_params
 from ..losses import PAIR_LOSSES, get_loss, loss_params
 from ..losses import ALIASES as LOSS_ALIASES
-from ..mappings import MAPPINGS, Mapping, l2_normalise, make_mapping
+from ..mappings import MAPPINGS, Mapping, l2_normalize, make_mapping
 from ..objective import make_objective
 from ..optim import minimize
 from ..pairs import check_pair_labels, check_points_or_pairs
@@ -182,7 +182,7 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
         return self.warm_start and repr(getattr(self, "mapping_", None)) == repr(mapping)
 
     def _normalised(self, X):
-        return map_pair_vectors(l2_normalise, X) if self.normalize else X
+        return map_pair_vectors(l2_normalize, X) if self.normalize else X
 
     def _initial_params(self, mapping, pairs, s, dtype):
         """(start, regulariser target). 'auto': the mapping's own start (linear: identity

@@ -4,22 +4,7 @@ to a representable result, so rows are scaled before their products are formed."
 
 import numpy as np
 
-
-def unit_scale_rows(P):
-    """Rows divided by their largest magnitude (zero rows stay zero): entries in [-1, 1], so
-    the products of a cosine neither overflow nor underflow whatever the rows' scale."""
-    P = np.asarray(P)
-    top = np.max(np.abs(P), axis=1, keepdims=True)
-    return np.divide(P, top, out=np.zeros_like(P), where=top > 0)
-
-
-def unit_rows(P):
-    """Rows scaled to unit L2 norm (zero rows stay zero), for rows of any finite scale: each
-    row is first scaled to a largest entry of 1 (:func:`unit_scale_rows`), so the norm
-    neither overflows (entries near 1e200) nor underflows (near 1e-200)."""
-    P = unit_scale_rows(np.asarray(P, dtype=np.float64))
-    norms = np.linalg.norm(P, axis=1, keepdims=True)
-    return np.divide(P, norms, out=np.zeros_like(P), where=norms > 0)
+from ..pairs.rows import unit_rows, unit_scale_rows  # noqa: F401 (their home)
 
 
 def cosine_rows(P1, P2):

@@ -65,7 +65,7 @@ from ._spec import LinearPath, PairLoss
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
 __all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "pair_score",
-           "DEFAULTS", "SPEC"]
+           "DEFAULTS"]
 
 
 @njit(cache=True)

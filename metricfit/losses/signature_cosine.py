@@ -30,7 +30,7 @@ import numpy as np
 from ._scores import cosine_rows
 from ._spec import PairLoss
 
-__all__ = ["embedding_cost_grad", "pair_score", "DEFAULTS", "SPEC"]
+__all__ = ["embedding_cost_grad", "pair_score", "DEFAULTS"]
 
 DEFAULTS = {"impostor_target": 0.0}
 

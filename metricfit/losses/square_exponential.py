@@ -25,7 +25,7 @@ from ._spec import PairLoss
 from .distances import L1Energy, get_distance
 from .reducers import get_reducer
 
-__all__ = ["DECAY", "per_pair", "embedding_cost_grad", "pair_score", "DEFAULTS", "SPEC"]
+__all__ = ["DECAY", "per_pair", "embedding_cost_grad", "pair_score", "DEFAULTS"]
 
 DECAY = 2.77  # seed 000 eq. 8
 DEFAULTS = {"Q": None, "energy": "l1", "reducer": "mean"}

@@ -30,7 +30,7 @@ from ._spec import PairLoss
 from .distances import L2Energy, get_distance
 from .reducers import get_reducer
 
-__all__ = ["per_pair", "embedding_cost_grad", "pair_score", "DEFAULTS", "SPEC"]
+__all__ = ["per_pair", "embedding_cost_grad", "pair_score", "DEFAULTS"]
 
 DEFAULTS = {"margin": 1.0, "energy": "l2", "reducer": "mean"}
 

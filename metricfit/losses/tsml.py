@@ -56,7 +56,7 @@ from ._linear import cosine_scores
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 
 __all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "pair_score",
-           "DEFAULTS", "SPEC"]
+           "DEFAULTS"]
 
 
 @njit(cache=True)

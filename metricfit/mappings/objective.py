@@ -32,32 +32,9 @@ from ..losses.penalty import add_penalty
 from ..pairs import check_pair_labels
 from ..pairs.index import CHUNK_SIZE, check_index_pair_data, scatter_add_rows
 from ..pairs.passes import make_passes
+from ..pairs.rows import l2_normalize
 
 __all__ = ["MappedObjective", "IndexMappedObjective", "l2_normalize"]
-
-
-def l2_normalize(X):
-    """Scale each row (the last axis) of X to unit Euclidean length; zero rows stay zero.
-
-    The input normalisation of seed 004 section 4.1 / Algorithm 1. Rows are first divided by
-    their largest absolute entry, so neither huge nor subnormal rows overflow or underflow.
-    Float32 is kept, anything else becomes float64; X is not modified.
-
-    References
-    ----------
-    - Zheng, Duffner, Idrissi, Garcia and Baskurt, "Pairwise Identity Verification via Linear
-      Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
-    """
-    X = np.asarray(X)
-    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    X = X.astype(dtype, copy=False)
-    if X.ndim == 0 or X.size == 0:
-        return X.copy()
-    scale = np.max(np.abs(X), axis=-1, keepdims=True)
-    Y = np.divide(X, scale, out=np.zeros_like(X), where=scale > 0)
-    norms = np.linalg.norm(Y, axis=-1, keepdims=True)  # >= 1 where the row is non-zero
-    Y /= np.where(norms > 0, norms, 1)
-    return Y
 
 
 def _check_pairs(X1, X2, s, n_features):
