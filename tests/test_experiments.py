@@ -134,3 +134,51 @@ def test_run_folds_runs_the_experiments_asked_and_numbers_them():
     for wrong in ([4], [-1], [0.5]):
         with pytest.raises(ValueError, match="out of range: this rotation has 4 experiments"):
             verification.run_folds(vectors, pair_index, y, fold, config, experiments=wrong)
+
+
+def test_settings_as_arguments_are_deprecated_and_give_the_same_run():
+    """The settings of 0.1 (methods, n_components, ... as arguments) still run, with a
+    FutureWarning, the experiment that ``config=ExperimentConfig(...)`` runs."""
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(40, 6))
+    pair_index = rng.integers(0, 40, size=(80, 2))
+    y = np.tile([1, -1], 40)
+    fold = np.repeat(np.arange(4), 20)
+    config = ExperimentConfig(methods=("baseline", "wccn"), n_components=4)
+    expected = verification.run_folds(vectors, pair_index, y, fold, config, experiments=[1])
+    with pytest.warns(FutureWarning, match="use config=ExperimentConfig"):
+        by_name = verification.run_folds(vectors, pair_index, y, fold,
+                                         methods=("baseline", "wccn"), n_components=4,
+                                         experiments=[1])
+    with pytest.warns(FutureWarning, match="use config=ExperimentConfig"):
+        by_position = verification.run_folds(vectors, pair_index, y, fold,
+                                             ("baseline", "wccn"), 4, experiments=[1])
+    for run in (by_name, by_position):
+        assert [r.accuracy for r in run[0]] == [r.accuracy for r in expected[0]]
+    with pytest.raises(TypeError, match="unexpected argument"), \
+            pytest.warns(FutureWarning):
+        verification.run_folds(vectors, pair_index, y, fold, method=("baseline",))
+
+
+@pytest.mark.parametrize("name", ["labelled_folds", "unrestricted_train_pairs",
+                                  "digits_split"])
+def test_pair_drawing_moved_to_pairs_splits(name):
+    from metricfit.pairs import splits
+
+    with pytest.warns(FutureWarning, match=f"use metricfit.pairs.splits.{name} instead"):
+        assert getattr(verification, name) is getattr(splits, name)
+
+
+def test_the_registry_is_the_one_list_of_methods():
+    from metricfit.experiments.methods import REGISTRY
+
+    assert verification.METHODS == tuple(REGISTRY)
+    assert verification.DEFAULT_METHODS == ("baseline", "wccn", "csml-i", "tsml-i",
+                                            "tsml-wccn", "tsml-sim")
+    assert verification.ALIASES == {"csml": "csml-i", "tsml": "tsml-i", "ddml": "ddml-i"}
+    assert verification.IMAGE_METHODS == ("cnn",)
+    assert not any(map(verification.has_lam, ("baseline", "wccn", "plda", "plda-lnorm", "cnn")))
+    assert all(verification.has_lam(name) for name in verification.METHODS
+               if name not in ("baseline", "wccn", "plda", "plda-lnorm", "cnn"))
+    for name, spec in REGISTRY.items():
+        assert spec.similar_only is None or spec.similar_only in REGISTRY
