@@ -158,6 +158,8 @@ def test_settings_as_arguments_are_deprecated_and_give_the_same_run():
     with pytest.raises(TypeError, match="unexpected argument"), \
             pytest.warns(FutureWarning):
         verification.run_folds(vectors, pair_index, y, fold, method=("baseline",))
+    with pytest.raises(TypeError, match="n_components given beside config"):
+        verification.run_folds(vectors, pair_index, y, fold, config, n_components=3)
 
 
 @pytest.mark.parametrize("name", ["labelled_folds", "unrestricted_train_pairs",

@@ -82,6 +82,9 @@ _CONFIG_FIELDS = tuple(f.name for f in fields(ExperimentConfig))
 def _old_style(function, order, args, kwargs, **defaults):
     """``(config, other keywords)`` from a call with the settings as arguments, in the
     positional ``order`` of the old signature of ``function`` (deprecated)."""
+    if args and isinstance(args[0], ExperimentConfig):
+        raise TypeError(f"{function}: {', '.join(kwargs) or 'settings'} given beside config; "
+                        "set them in the ExperimentConfig (dataclasses.replace).")
     warnings.warn(f"passing the experiment's settings to {function} as separate arguments is "
                   "deprecated and will be removed in 0.3; use config=ExperimentConfig(...) "
                   "instead", FutureWarning, stacklevel=3)
