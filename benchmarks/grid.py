@@ -1,7 +1,7 @@
 """The grid: every pair loss x {linear, tanh, mlp, convnet} x {lbfgs, sgd} on digits pairs.
 
 The protocol of ``metricfit verify`` (digits, the default): for each repeat r, the image-disjoint
-train / validation / test split of :func:`metricfit.experiments.verification.digits_split` (1000 similar and
+train / validation / test split of :func:`metricfit.pairs.splits.digits_split` (1000 similar and
 1000 dissimilar pairs each, random_state r), WPCA to 32 dimensions fitted on the training
 images; the test maxDA (seed 004 eq. 14) of the fitted model's pair scores; mean +- SEM over
 the repeats. Differences from ``verify``, for time: one lambda (1e-3, every learner's default)
@@ -36,7 +36,7 @@ from metricfit import LDML, WPCA, Siamese
 from metricfit.losses import PAIR_LOSSES
 from metricfit.mappings import ConvNet
 from metricfit.metrics import max_decision_accuracy
-from metricfit.experiments.verification import digits_split
+from metricfit.pairs.splits import digits_split
 
 MAPPINGS = ("linear", "tanh", "mlp", "convnet")
 SOLVERS = ("lbfgs", "sgd")

@@ -1,10 +1,11 @@
 """Join ``metricfit verify`` runs made on disjoint experiments (``--experiments``) of one protocol.
 
-``--scores``: write one score file of all the runs' columns (keys
-``SOURCE/METHOD/EXPERIMENT/FIELD`` carry the experiment numbers, so files of disjoint
-experiments join without clashes; a repeated key is an error), optionally of some methods only,
-for ``metricfit fuse``. ``--json``: print mean +- SEM over all experiments of the runs' JSON
-records (test accuracy, maxDA, EER %), per method, as ``metricfit verify`` would for one run.
+``--scores``: write one score file of all the runs' columns
+(:func:`metricfit.experiments.scores.merge_score_files`: the experiment numbers in the keys let
+files of disjoint experiments join; an experiment in two files is an error), optionally of some
+methods only, for ``metricfit fuse``. ``--json``: print mean +- SEM over all experiments of the
+runs' JSON records (test accuracy, maxDA, EER %), per method, as ``metricfit verify`` would for
+one run.
 
     python benchmarks/merge_runs.py --scores cnn_r10.npz cnn_restricted.npz cnn_restricted_3-9.npz
     python benchmarks/merge_runs.py --scores cnn_only_r10.npz --methods cnn cnn_restricted.npz ...
@@ -16,23 +17,7 @@ import json
 
 from types import SimpleNamespace
 
-import numpy as np
-
-from metricfit.experiments.verification import format_table, summarise
-
-
-def merge_scores(out, paths, methods=None):
-    """One .npz of the score columns of ``paths`` (of ``methods`` only, if given)."""
-    arrays = {}
-    for path in paths:
-        with np.load(path, allow_pickle=False) as saved:
-            for key in saved.files:
-                if methods is not None and key.split("/")[1] not in methods:
-                    continue
-                if key in arrays:
-                    raise ValueError(f"{key} is in two files: the runs overlap.")
-                arrays[key] = saved[key]
-    np.savez_compressed(out, **arrays)
+from metricfit.experiments.verification import format_table, merge_score_files, summarise
 
 
 def summary(paths):
@@ -58,8 +43,8 @@ def main():
     if args.json:
         print("\n".join(summary(args.inputs)))
     elif args.scores:
-        merge_scores(args.scores, args.inputs,
-                     None if args.methods is None else set(args.methods.split(",")))
+        merge_score_files(args.scores, args.inputs,
+                          None if args.methods is None else set(args.methods.split(",")))
     else:
         parser.error("give --scores OUT.npz or --json")
 

@@ -32,10 +32,10 @@ def digits_protocol_pairs(n_components, n_pairs=150):
     a WPCA of ``n_components`` fitted on all digits (shared by the experiments' tests)."""
     from sklearn.datasets import load_digits
 
-    from metricfit.experiments import verification
+    from metricfit.pairs.splits import digits_split
     from metricfit.whitening import WPCA
 
     digits = load_digits()
-    split = verification.digits_split(digits.target, n_pairs=n_pairs, random_state=0)
+    split = digits_split(digits.target, n_pairs=n_pairs, random_state=0)
     vectors = WPCA(n_components=n_components).fit(digits.data).transform(digits.data)
     return [(vectors[index], y) for index, y in (split[s] for s in ("train", "val", "test"))]

@@ -13,6 +13,7 @@ from metricfit import cli
 from metricfit.experiments import verification
 from metricfit.cli import main
 from metricfit.pairs import FoldRotation
+from metricfit.pairs.splits import labelled_folds, unrestricted_train_pairs
 
 FAST = ["--quiet", "--repeats", "2", "--lams", "0.1"]
 
@@ -72,9 +73,9 @@ def test_lfw_restricted_one_experiment_tsml_sim_beats_baseline(lfw_dir):
     lfw = load_lfw(lfw_dir.parent)
     vectors = np.sqrt(lfw.images.reshape(len(lfw.images), -1).astype(np.float64))
     y = np.where(lfw.pairs_view2_label == 1, 1, -1)
+    config = verification.ExperimentConfig(methods=("baseline", "tsml-sim"), lams=(1e-2, 1e-1))
     (results,) = verification.run_lfw_restricted(
-        vectors, lfw.pairs_view2, y, lfw.pairs_view2_fold, methods=("baseline", "tsml-sim"),
-        lams=(1e-2, 1e-1), experiments=[0])
+        vectors, lfw.pairs_view2, y, lfw.pairs_view2_fold, config, experiments=[0])
     baseline, tsml_sim = results
     assert tsml_sim.accuracy > baseline.accuracy + 0.03
 
@@ -173,11 +174,11 @@ def test_missing_npz_and_lbp_on_vectors_are_clear_errors(tmp_path, capsys):
 
 def test_labelled_folds_and_unrestricted_pairs_are_identity_disjoint():
     labels = np.repeat(np.arange(40), 10)  # the shape of AT&T
-    pairs, y, pair_fold, image_fold = verification.labelled_folds(labels)
+    pairs, y, pair_fold, image_fold = labelled_folds(labels)
     assert np.unique(pair_fold).size == 10
     assert np.all(labels[pairs[y == 1, 0]] == labels[pairs[y == 1, 1]])
     assert (y == 1).sum() == (y == -1).sum() == 40 * 45  # all same-identity pairs
-    draw = verification.unrestricted_train_pairs(labels, image_fold, 3000)
+    draw = unrestricted_train_pairs(labels, image_fold, 3000)
     rotation = FoldRotation(pair_fold, n_train_folds=8)
     for e in range(10):
         train, (val,), test = rotation.rotation(e)

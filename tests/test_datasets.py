@@ -45,7 +45,7 @@ def at_line(path, lineno, what):
 
 def test_get_data_home_precedence(monkeypatch, tmp_path):
     monkeypatch.delenv("METRICFIT_DATA", raising=False)
-    repo_root = Path(datasets.__file__).resolve().parents[1]
+    repo_root = Path(datasets.__file__).resolve().parents[2]  # metricfit/datasets/__init__.py
     assert get_data_home() == repo_root.parent / "shared" / "data"
     monkeypatch.setenv("METRICFIT_DATA", str(tmp_path))
     assert get_data_home() == tmp_path

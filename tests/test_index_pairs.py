@@ -266,15 +266,15 @@ def test_wccn_fit_takes_index_pairs(data):
 
 
 def test_map_pair_vectors_and_score_pairs_agree_on_both_kinds(data):
-    from metricfit.mappings import l2_normalise
+    from metricfit.mappings import l2_normalize
     from metricfit.pairs.index import IndexPairs, map_pair_vectors, score_pairs
 
     points, index, _ = data
     vectors, pairs = gathered(points, index), IndexPairs(points, index)
-    mapped = map_pair_vectors(l2_normalise, pairs)
+    mapped = map_pair_vectors(l2_normalize, pairs)
     assert isinstance(mapped, IndexPairs) and mapped.index is index
     np.testing.assert_allclose(gathered(mapped.points, index),
-                               map_pair_vectors(l2_normalise, vectors), rtol=1e-15)
+                               map_pair_vectors(l2_normalize, vectors), rtol=1e-15)
     W = np.random.default_rng(3).normal(size=(3, points.shape[1]))
 
     def transform(X):

@@ -332,7 +332,7 @@ MAX_MODULE_LINES = 500
 # being split (issue 25): each belongs to the developer splitting it; remove it from here
 # when it is under the limit. No other module may grow past it.
 OVERSIZE_BEING_SPLIT = {
-    "metricfit.experiments.verification", "metricfit.datasets", "metricfit.learners.siamese_cnn",
+    "metricfit.learners.siamese_cnn",
 }
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metricfit.losses import csml, tsml
-from metricfit.mappings import ConvNet, MAPPINGS, MLP, Linear, MappedObjective, Tanh, l2_normalise
+from metricfit.mappings import ConvNet, MAPPINGS, MLP, Linear, MappedObjective, Tanh, l2_normalize
 from _reference import central_differences, relative_error
 
 try:  # DDML is written in parallel: use it when it is there
@@ -291,15 +291,15 @@ def test_objective_bad_input_raises():
         f.batch(mapping.init(0), np.array([], dtype=int))
 
 
-def test_l2_normalise():
+def test_l2_normalize():
     X = np.array([[3.0, 4.0], [0.0, 0.0], [1e-310, 0.0], [1e300, 1e300]])
-    Y = l2_normalise(X)
+    Y = l2_normalize(X)
     np.testing.assert_allclose(Y, [[0.6, 0.8], [0, 0], [1, 0], [2**-0.5, 2**-0.5]], rtol=1e-15)
     assert X[0, 0] == 3.0  # input untouched
-    assert l2_normalise(X[:2].astype(np.float32)).dtype == np.float32
-    assert l2_normalise(np.array([[1, 1]])).dtype == np.float64
+    assert l2_normalize(X[:2].astype(np.float32)).dtype == np.float32
+    assert l2_normalize(np.array([[1, 1]])).dtype == np.float64
     rng = np.random.default_rng(20)
-    np.testing.assert_allclose(np.linalg.norm(l2_normalise(rng.normal(size=(9, 2, 7))), axis=-1),
+    np.testing.assert_allclose(np.linalg.norm(l2_normalize(rng.normal(size=(9, 2, 7))), axis=-1),
                                1.0, rtol=1e-14)
 
 

@@ -29,10 +29,9 @@ def test_new_methods_are_listed_and_built_as_documented(name):
 def digits_run():
     digits = load_digits()
     vectors = digits.images.reshape(len(digits.images), -1).astype(np.float64)
-    (results,) = verification.run_digits(vectors, digits.target,
-                                         methods=("baseline", "wccn", *sorted(NEW)),
-                                         n_components=16, lams=(0.01, 0.1), n_repeats=1,
-                                         max_iter=50)
+    config = verification.ExperimentConfig(methods=("baseline", "wccn", *sorted(NEW)),
+                                           n_components=16, lams=(0.01, 0.1), max_iter=50)
+    (results,) = verification.run_digits(vectors, digits.target, config=config, n_repeats=1)
     return {r.method: r for r in results}
 
 

@@ -11,9 +11,11 @@ from conftest import digits_protocol_pairs
 
 from metricfit.cli import main
 from metricfit.experiments import verification
-from metricfit.experiments.verification import LeadingComponents
+from metricfit.experiments.selection import _edge_lams
+from metricfit.experiments.verification import ExperimentConfig, LeadingComponents
 from metricfit.metrics import max_decision_accuracy
 from metricfit.pairs import FoldRotation
+from metricfit.pairs.splits import labelled_folds
 from metricfit.whitening import WPCA
 
 
@@ -113,7 +115,7 @@ def test_selection_of_a_method_without_lambda(digits_data):
     (1e-1, (1e-2, 1e-1, 1.0), []), (1.0, (1.0,), []), (0.0, (0.0, 1.0), []),
 ])
 def test_edge_lambdas(lam, lams, expected):
-    np.testing.assert_allclose(verification._edge_lams(lam, lams), expected)
+    np.testing.assert_allclose(_edge_lams(lam, lams), expected)
 
 
 # -- the test fold is never read ---------------------------------------------------------
@@ -133,11 +135,11 @@ def _choices(experiments):
 
 def test_poisoned_test_fold_changes_no_choice():
     vectors, labels = _synthetic_identities()
-    pairs, y, pair_fold, image_fold = verification.labelled_folds(labels)
+    pairs, y, pair_fold, image_fold = labelled_folds(labels)
     methods = ("baseline", "wccn", "tsml-sim", "csml-wccn", "plda")
-    options = dict(methods=methods, lams=(1e-2, 1.0), max_iter=20, experiments=[0, 3],
-                   selection=dict(dims=(5, 10, 20)))
-    clean = verification.run_folds(vectors, pairs, y, pair_fold, **options)
+    config = ExperimentConfig(methods=methods, lams=(1e-2, 1.0), max_iter=20,
+                              selection=dict(dims=(5, 10, 20)))
+    clean = verification.run_folds(vectors, pairs, y, pair_fold, config, experiments=[0, 3])
 
     rotation = FoldRotation(pair_fold, n_train_folds=np.unique(pair_fold).size - 2)
     rotation_tests = {e: rotation.rotation(e)[2] for e in (0, 3)}
@@ -150,8 +152,8 @@ def test_poisoned_test_fold_changes_no_choice():
         assert not np.isin(test_images, pairs[~in_test]).any()
         poisoned_x[test_images] = 1e3 * np.random.RandomState(1).randn(test_images.size,
                                                                        vectors.shape[1])
-        dirty = verification.run_folds(poisoned_x, pairs, poisoned_y, pair_fold,
-                                       **{**options, "experiments": [e]})
+        dirty = verification.run_folds(poisoned_x, pairs, poisoned_y, pair_fold, config,
+                                       experiments=[e])
         assert _choices(dirty) == _choices([clean[list(rotation_tests).index(e)]])
         # the thresholds are chosen on validation too; the test accuracy did change
         assert [r.threshold for r in dirty[0]] == \
@@ -263,7 +265,7 @@ def test_selected_fusion_search_equals_its_grid_by_hand(small_fusion_grid):
     search = verification.fusion_search().fit(Z, y)
     cv = StratifiedKFold(5, shuffle=True, random_state=0)
     scores = [cross_val_score(clone(search.estimator).set_params(**params), Z, y, cv=cv,
-                              scoring=verification._validation_accuracy).mean()
+                              scoring=verification.maxda_scorer).mean()
               for params in search.cv_results_["params"]]
     assert search.best_score_ == pytest.approx(max(scores))
     assert search.best_index_ == int(np.argmax(scores))

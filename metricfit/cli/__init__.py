@@ -74,4 +74,3 @@ def _silence_stdout():
     except (AttributeError, OSError, ValueError):  # a captured or replaced stdout
         return
     os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
-

@@ -174,7 +174,8 @@ def _parser():
                         type=_methods,
                         help=f"comma-separated, from {','.join(verification.METHODS)}")
     verify.add_argument("--similar-only", action="store_true",
-                        help="tsml-i, ddml-i, csml-i, tsml-wccn -> their -sim variants")
+                        help=f"{', '.join(verification.SIMILAR_ONLY)} -> their -sim "
+                             "variants")
     verify.add_argument("--setting", choices=["restricted", "unrestricted"], default=None,
                         help="lfw, att, yale, npz: fixed or drawn training pairs")
     verify.add_argument("--pairs", type=_positive_int, default=3000,

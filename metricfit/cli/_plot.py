@@ -45,4 +45,3 @@ def _plot_det(axes, curves):
     axes.set(xlim=(ticks[0], ticks[-1]), ylim=(ticks[0], ticks[-1]),
              xlabel="false match rate (%)", ylabel="false non-match rate (%)",
              title="DET (mean ROC on normal-deviate axes)")
-

@@ -11,6 +11,7 @@ from sklearn.utils import Bunch
 
 from .. import datasets
 from ..experiments import verification
+from ..pairs.splits import labelled_folds, unrestricted_train_pairs
 from ._output import _write_json
 from ._plot import _plot
 from ._progress import _Bar
@@ -30,7 +31,7 @@ def _load(args):
         raise ValueError(f"unknown data set {name!r}; choose digits, att, lfw, yale or PATH.npz.")
     data = getattr(datasets, f"load_{name}_faces")(args.data_home) if name in ("att", "yale") \
         else datasets.load_labelled_npz(name)
-    pairs, y, pair_fold, image_fold = verification.labelled_folds(data.labels)
+    pairs, y, pair_fold, image_fold = labelled_folds(data.labels)
     return Bunch(images=data.images, labels=data.labels, pairs=pairs, y=y, pair_fold=pair_fold,
                  image_fold=image_fold)
 
@@ -78,23 +79,24 @@ def _features(images, kind, quiet, lbp_block=10, lbp_radius=1):
 
 
 def _run(args, data, vectors, methods, lams, progress):
-    cnn = dict(max_epochs=args.cnn_epochs, n_jobs=args.threads)
+    config = verification.ExperimentConfig(
+        methods=methods, n_components=args.n_components or (32 if args.data == "digits"
+                                                            else 100),
+        lams=lams, max_iter=args.max_iter, fusion=args.fusion, snorm=args.snorm,
+        selection=dict(dims=args.dims) if args.select else None,
+        cnn=dict(max_epochs=args.cnn_epochs, n_jobs=args.threads))
     images = data.images if any(map(verification.takes_images, methods)) else None
-    options = dict(methods=methods, lams=lams, max_iter=args.max_iter, progress=progress,
-                   fusion=args.fusion, snorm=args.snorm,
-                   selection=dict(dims=args.dims) if args.select else None, images=images,
-                   cnn=cnn)
     if args.data == "digits":
-        experiments = verification.run_digits(vectors, data.labels, n_components=args.n_components
-                                              or 32, n_repeats=args.repeats, **options)
+        experiments = verification.run_digits(vectors, data.labels, config,
+                                              n_repeats=args.repeats, progress=progress,
+                                              images=images)
         return experiments, "digits: train/val/test pairs on disjoint images, shared classes"
     unrestricted = args.setting == "unrestricted"
-    train = (verification.unrestricted_train_pairs(data.labels, data.image_fold, args.pairs)
+    train = (unrestricted_train_pairs(data.labels, data.image_fold, args.pairs)
              if unrestricted else None)
-    experiments = verification.run_folds(vectors, data.pairs, data.y, data.pair_fold,
-                                         n_components=args.n_components or 100,
-                                         train_pairs=train, experiments=args.experiments,
-                                         **options)
+    experiments = verification.run_folds(vectors, data.pairs, data.y, data.pair_fold, config,
+                                         progress=progress, train_pairs=train,
+                                         experiments=args.experiments, images=images)
     n, setting = np.unique(data.pair_fold).size, args.setting or "restricted"
     which = f"{n} experiments" if args.experiments is None else \
         f"experiments {','.join(map(str, args.experiments))} of {n}"

@@ -28,6 +28,7 @@ from ._base import Mapping
 from .convnet import ConvNet
 from .linear import Linear
 from .mlp import MLP
+from .._deprecation import deprecated_aliases
 from .objective import MappedObjective, l2_normalize
 from .tanh import Tanh
 
@@ -75,6 +76,4 @@ def make_mapping(mapping, n_features, n_components=None, n_hidden=None):
 __all__ = ["Mapping", "Linear", "Tanh", "MLP", "ConvNet", "MAPPINGS", "MappedObjective",
            "l2_normalize", "make_mapping"]
 
-# The old spelling, kept silent while backend/lda.py, learners/_siamese.py and
-# experiments/verification.py import it; then a deprecated alias (metricfit._deprecation).
-l2_normalise = l2_normalize
+__getattr__ = deprecated_aliases(__name__, {"l2_normalise": ("l2_normalize", l2_normalize)})

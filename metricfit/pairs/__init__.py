@@ -32,6 +32,12 @@ identity, protocols
     :func:`identity_folds`; the CV splitters over pairs :class:`PredefinedPairFolds`,
     :class:`FoldRotation` (seed 002 III.A) and :class:`IdentityDisjointPairSplit`. The LFW
     View 2 splitter and unrestricted pairs read files: they are in :mod:`metricfit.datasets`.
+splits
+    The experiments' pair drawing: :func:`labelled_folds`, :func:`unrestricted_train_pairs`,
+    :func:`digits_split`.
+rows, tags
+    Scale-safe row normalisation (:func:`metricfit.pairs.rows.l2_normalize`); the score-kind
+    tag every pair learner declares (:func:`metricfit.pairs.tags.score_kind`).
 """
 
 from .checks import (FLOAT_DTYPES, check_pair_labels, check_pairs, check_points,  # noqa: F401
@@ -43,8 +49,12 @@ from .identity import IdentityDisjointPairSplit, identity_folds
 from .index import IndexPairs, check_pair_input
 from .neighbourhood import neighbourhood_pairs
 from .protocols import FoldRotation, PredefinedPairFolds, ValidationSplit
+from .splits import digits_split, labelled_folds, unrestricted_train_pairs
 
 __all__ = [
+    "digits_split",
+    "labelled_folds",
+    "unrestricted_train_pairs",
     "neighbourhood_pairs",
     "check_pairs",
     "check_points",

@@ -1,0 +1,283 @@
+"""Runs: the protocols that run the methods, experiment after experiment.
+
+:class:`ExperimentConfig` holds what one experiment runs (methods, WPCA dimension or the
+selection, lambdas, fusion, s-norm, the convnet's parameters); :func:`run_experiment` runs it
+on one train / validation / test split; :func:`run_folds` over the fold rotation of seed 002
+III.A on fixed folds of pairs (restricted or unrestricted training, seed 004 5.2.2),
+:func:`run_digits` over random image splits of a labelled set. Every method takes the WPCA
+vectors of the features, except the image methods
+(:data:`~metricfit.experiments.methods.IMAGE_METHODS`), which take pairs of the raw images.
+"""
+
+import functools
+import warnings
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from ..pairs import FoldRotation
+from ..pairs.splits import digits_split
+from ..whitening import WPCA
+from .evaluation import snorm_result
+from .fusion import fuse
+from .methods import DEFAULT_METHODS, takes_images
+from .selection import (DEFAULT_DIMS, DEFAULT_LAMS, image_method_and_test, select_all_and_test,
+                        select_and_test)
+
+__all__ = ["ExperimentConfig", "run_experiment", "run_folds", "run_lfw_restricted",
+           "run_digits"]
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """What one experiment runs: the settings every protocol passes down unchanged.
+
+    Parameters
+    ----------
+    methods : tuple of str, default=DEFAULT_METHODS
+        Method names (:data:`~metricfit.experiments.methods.METHODS`), in table order.
+    n_components : int, default=100
+        WPCA dimension, capped at half the training images and at the dimension; ignored
+        with ``selection``.
+    lams : tuple of float, default=DEFAULT_LAMS
+        The lambda grid, chosen on the validation pairs.
+    max_iter : int, default=200
+    fusion : bool, default=False
+        Add a row 'fusion' (seed 002 IV.D: a linear SVM on the methods' scores).
+    snorm : int or None, default=None
+        Add a row 'METHOD+snorm' per method, s-normalised with a cohort of that many
+        training images.
+    selection : dict or None, default=None
+        Choose the WPCA dimension, the L2 normalisation and lambda per method on the
+        validation pairs: keywords of :func:`~metricfit.experiments.selection.select`
+        (``dims``, ``normalize``, ``edge_decades``).
+    cnn : dict or None, default=None
+        Parameters of the image methods (see
+        :func:`~metricfit.experiments.methods.make_method`).
+
+    Examples
+    --------
+    >>> from metricfit.experiments.verification import ExperimentConfig
+    >>> config = ExperimentConfig(methods=["baseline", "tsml-i"], n_components=32)
+    >>> config.methods, config.n_components, config.fusion
+    (('baseline', 'tsml-i'), 32, False)
+    """
+
+    methods: tuple = DEFAULT_METHODS
+    n_components: int = 100
+    lams: tuple = DEFAULT_LAMS
+    max_iter: int = 200
+    fusion: bool = False
+    snorm: int = None
+    selection: dict = None
+    cnn: dict = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "methods", tuple(self.methods))
+
+
+_CONFIG_FIELDS = tuple(f.name for f in fields(ExperimentConfig))
+
+
+def _old_style(function, order, args, kwargs, **defaults):
+    """``(config, other keywords)`` from a call with the settings as arguments, in the
+    positional ``order`` of the old signature of ``function`` (deprecated)."""
+    if args and isinstance(args[0], ExperimentConfig):
+        raise TypeError(f"{function}: {', '.join(kwargs) or 'settings'} given beside config; "
+                        "set them in the ExperimentConfig (dataclasses.replace).")
+    warnings.warn(f"passing the experiment's settings to {function} as separate arguments is "
+                  "deprecated and will be removed in 0.3; use config=ExperimentConfig(...) "
+                  "instead", FutureWarning, stacklevel=3)
+    if len(args) > len(order):
+        raise TypeError(f"{function} takes at most {len(order)} settings, got {len(args)}.")
+    named = dict(zip(order, args))
+    twice = sorted(named.keys() & kwargs.keys())
+    unknown = sorted(kwargs.keys() - set(order))
+    if twice or unknown:
+        raise TypeError(f"{function}: {'repeated' if twice else 'unexpected'} argument(s) "
+                        f"{', '.join(twice or unknown)}.")
+    named = {**defaults, **named, **kwargs}
+    config = ExperimentConfig(**{k: named.pop(k) for k in _CONFIG_FIELDS if k in named})
+    return config, named
+
+
+def run_experiment(vectors, splits, config=None, *old_args, progress=None, images=None,
+                   **old_kwargs):
+    """One experiment: WPCA to ``config.n_components`` (capped at half the training images,
+    whose whitened variances would be ill-estimated beyond, and at the dimension) fitted on the
+    distinct images of the training pairs (no labels, no identities), then
+    :func:`~metricfit.experiments.selection.select_and_test` for every method, and
+    :func:`~metricfit.experiments.fusion.fuse` if ``config.fusion``. With ``config.snorm`` (an
+    int K), each method also gets a row 'METHOD+snorm': its scores s-normalised with a cohort
+    of K training images (:func:`~metricfit.experiments.evaluation.snorm_result`).
+
+    With ``config.selection``, ``n_components`` is ignored: WPCA is fitted once, at the
+    largest candidate dimension (capped as above), and
+    :func:`~metricfit.experiments.selection.select_all_and_test` chooses the dimension
+    (leading coordinates of that WPCA), the normalisation and lambda of every method on the
+    validation pairs.
+
+    The image methods take pairs of ``images`` (n_images, H, W) instead, through
+    :func:`~metricfit.experiments.selection.image_method_and_test` (``config.cnn``: its
+    ``params``), with or without selection (they have no WPCA dimension nor lambda to
+    choose); s-norm does not apply to them (its cohort is of WPCA vectors).
+
+    ``splits`` is ``[(index_pairs, y)]`` for train, validation and test: row indices into
+    ``vectors`` (n_images, n_features) and ``images``. ``config``: an
+    :class:`ExperimentConfig` (default: its defaults; the settings as separate arguments,
+    methods, n_components, lams, max_iter, progress, fusion, snorm, selection, images, cnn,
+    are deprecated). ``progress(result)`` is called after each method.
+    """
+    if old_args or old_kwargs or not isinstance(config, (ExperimentConfig, type(None))):
+        config, run = _old_style(
+            "run_experiment", ("methods", "n_components", "lams", "max_iter", "progress",
+                               "fusion", "snorm", "selection", "images", "cnn"),
+            (config, *old_args) if config is not None else old_args, old_kwargs,
+            progress=progress, images=images)
+        return run_experiment(vectors, splits, config, **run)
+    config = ExperimentConfig() if config is None else config
+    selection = None if config.selection is None else dict(config.selection)
+    embedded, data, image_data = _experiment_data(vectors, splits, config, selection, images)
+    train_images = np.unique(splits[0][0])
+    results = []
+
+    def add(result):
+        results.append(result)
+        if progress:
+            progress(result)
+
+    for name in config.methods:
+        if takes_images(name):
+            add(image_method_and_test(name, *image_data, params=config.cnn))
+        elif selection is not None:
+            add(select_all_and_test(name, *data, lams=config.lams, max_iter=config.max_iter,
+                                    **selection))
+        else:
+            add(select_and_test(name, *data, lams=config.lams, max_iter=config.max_iter))
+        if config.snorm:
+            cohort = embedded[np.random.RandomState(0).choice(
+                train_images, min(config.snorm, train_images.size), replace=False)]
+            add(snorm_result(results[-1], cohort, data[1], data[2]))
+    if config.fusion:
+        inputs = [[(image_data if takes_images(r.method) else data)[k][0] for r in results]
+                  for k in (1, 2)]
+        add(fuse(results, (inputs[0], data[1][1]), (inputs[1], data[2][1])))
+    return results
+
+
+def _experiment_data(vectors, splits, config, selection, images):
+    """``(embedded, data, image_data)``: the WPCA vectors of all images (WPCA fitted on the
+    training images; with ``selection``, at its largest capped dimension, and
+    ``selection['dims']`` replaced in place by the capped ones), their pairs ``[(pairs, y)]``
+    of the three splits, and the image pairs of them (None without image methods)."""
+    with_images = [name for name in config.methods if takes_images(name)]
+    if with_images and images is None:
+        raise ValueError(f"method(s) {', '.join(with_images)} take image pairs: pass the "
+                         "images (n_images, height, width).")
+    if with_images and np.ndim(images) != 3:
+        raise ValueError(f"method(s) {', '.join(with_images)} take images (n_images, height, "
+                         f"width), got an array of shape {np.shape(images)}.")
+    if with_images and config.snorm:
+        raise ValueError(f"snorm does not apply to the image method(s) "
+                         f"{', '.join(with_images)}: its cohort is of WPCA vectors.")
+    train_images = np.unique(splits[0][0])
+    cap = min(train_images.size // 2, vectors.shape[1])
+    if selection is not None:
+        dims = sorted({min(k, cap) for k in selection.pop("dims", DEFAULT_DIMS)})
+        selection["dims"] = dims
+        k = dims[-1]
+    else:
+        k = min(config.n_components, cap)
+    embedded = WPCA(n_components=k).fit(vectors[train_images]).transform(vectors)
+    data = [(embedded[index_pairs], y) for index_pairs, y in splits]
+    image_data = [(images[index_pairs], y) for index_pairs, y in splits] if with_images \
+        else None
+    return embedded, data, image_data
+
+
+def run_folds(vectors, pair_index, y, fold, config=None, *old_args, progress=None,
+              train_pairs=None, experiments=None, images=None, **old_kwargs):
+    """:func:`run_experiment` for each experiment of the fold rotation of seed 002 III.A
+    (:class:`~metricfit.pairs.FoldRotation`: n-2 folds train, the next validates, the one
+    after tests) over ``fold``, the fold of each of the fixed pairs ``pair_index`` (row indices
+    into ``vectors``, and into ``images`` for the image methods) with labels ``y``;
+    ``experiments`` (split numbers, in 0 .. n_folds - 1) runs some only. Validation and test
+    pairs are the fixed pairs of their fold. Training pairs: those of the training folds
+    (restricted setting), or ``train_pairs(train_folds, e) -> (index_pairs, y)``
+    (unrestricted, seed 004 5.2.2). ``config``: an :class:`ExperimentConfig` (default: its
+    defaults; the settings as separate arguments are deprecated). Returns one list of
+    :class:`~metricfit.experiments.evaluation.Result` per experiment run."""
+    if old_args or old_kwargs or not isinstance(config, (ExperimentConfig, type(None))):
+        config, run = _old_style(
+            "run_folds", ("methods", "n_components", "lams", "max_iter", "progress",
+                          "train_pairs", "fusion", "experiments", "snorm", "selection",
+                          "images", "cnn"),
+            (config, *old_args) if config is not None else old_args, old_kwargs,
+            progress=progress, train_pairs=train_pairs, experiments=experiments, images=images)
+        return run_folds(vectors, pair_index, y, fold, config, **run)
+    config = ExperimentConfig() if config is None else config
+    fold = np.asarray(fold)
+    rotation = FoldRotation(fold, n_train_folds=np.unique(fold).size - 2)
+    n = rotation.get_n_splits()
+    experiments = range(n) if experiments is None else list(experiments)
+    wrong = [e for e in experiments if not (isinstance(e, (int, np.integer)) and 0 <= e < n)]
+    if wrong:
+        raise ValueError(f"experiments {wrong} out of range: this rotation has {n} "
+                         f"experiments, 0 to {n - 1}.")
+    results = []
+    for e in experiments:
+        train_folds, (val_fold,), test_fold = rotation.rotation(e)
+        splits = [(pair_index[mask], y[mask])
+                  for mask in (np.isin(fold, train_folds), fold == val_fold, fold == test_fold)]
+        if train_pairs is not None:
+            splits[0] = train_pairs(train_folds, e)
+        results.append(run_experiment(
+            vectors, splits, config, images=images,
+            progress=functools.partial(progress, e) if progress else None))
+    return results
+
+
+def run_lfw_restricted(vectors, pair_index, y, fold, config=None, *old_args, progress=None,
+                       experiments=None, **old_kwargs):
+    """The LFW View 2 restricted protocol on image vectors (n_images, n_features): one
+    :func:`run_experiment` per fold rotation (:func:`run_folds` on the fixed pairs). Returns
+    one list of :class:`~metricfit.experiments.evaluation.Result` per experiment."""
+    if old_args or old_kwargs or not isinstance(config, (ExperimentConfig, type(None))):
+        config, run = _old_style(
+            "run_lfw_restricted", ("methods", "n_components", "lams", "max_iter", "progress",
+                                   "fusion", "experiments"),
+            (config, *old_args) if config is not None else old_args, old_kwargs,
+            progress=progress, experiments=experiments)
+        return run_lfw_restricted(vectors, pair_index, y, fold, config, **run)
+    return run_folds(vectors, pair_index, y, fold, config, progress=progress,
+                     experiments=experiments)
+
+
+DIGITS_CONFIG = ExperimentConfig(n_components=32)
+"""The default of :func:`run_digits`: 32 WPCA dimensions (the digits have 64 pixels)."""
+
+
+def run_digits(vectors, labels, config=None, *old_args, n_repeats=5, progress=None, images=None,
+               **old_kwargs):
+    """:func:`run_experiment` on ``n_repeats`` random
+    :func:`~metricfit.pairs.splits.digits_split` splits of the ``vectors`` (and ``images``,
+    for the image methods). ``config``: an :class:`ExperimentConfig` (default
+    :data:`DIGITS_CONFIG`; the settings as separate arguments are deprecated). Returns one
+    list of Results per repeat."""
+    if old_args or old_kwargs or not isinstance(config, (ExperimentConfig, type(None))):
+        config, run = _old_style(
+            "run_digits", ("methods", "n_components", "lams", "n_repeats", "max_iter",
+                           "progress", "fusion", "snorm", "selection", "images", "cnn"),
+            (config, *old_args) if config is not None else old_args, old_kwargs,
+            n_components=DIGITS_CONFIG.n_components, n_repeats=n_repeats, progress=progress,
+            images=images)
+        return run_digits(vectors, labels, config, **run)
+    config = DIGITS_CONFIG if config is None else config
+    experiments = []
+    for repeat in range(n_repeats):
+        split = digits_split(labels, random_state=repeat)
+        splits = [split[name] for name in ("train", "val", "test")]
+        experiments.append(run_experiment(
+            vectors, splits, config, images=images,
+            progress=functools.partial(progress, repeat) if progress else None))
+    return experiments
