@@ -18,14 +18,10 @@ Pairs go through in chunks, so temporaries are O(chunk_size * k + k * d) whateve
 import numpy as np
 
 from ..pairs import check_pair_labels
+from ..pairs.checks import float_dtype
 from ..pairs.index import CHUNK_SIZE
 from ._scores import cosine_rows
 from .penalty import add_penalty
-
-
-def _float_dtype(*arrays):
-    dtype = np.result_type(*arrays)
-    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
 
 
 def check_pair_data(X1, X2, s, validated=False):
@@ -46,7 +42,7 @@ def check_pair_data(X1, X2, s, validated=False):
         )
     if X1.shape[0] == 0:
         raise ValueError("no pairs given (n_pairs = 0).")
-    dtype = _float_dtype(X1, X2)
+    dtype = float_dtype(X1, X2)
     X1 = np.ascontiguousarray(X1, dtype=dtype)
     X2 = np.ascontiguousarray(X2, dtype=dtype)
     if not (np.isfinite(X1).all() and np.isfinite(X2).all()):
@@ -58,7 +54,7 @@ def check_pair_data(X1, X2, s, validated=False):
 def trusted_pair_data(X1, X2, s):
     """C-contiguous X1, X2 in their float dtype and s in it: the layout of
     :func:`check_pair_data` without its checks (for data validated once, upstream)."""
-    dtype = _float_dtype(X1, X2)
+    dtype = float_dtype(X1, X2)
     X1 = np.ascontiguousarray(X1, dtype=dtype)
     X2 = np.ascontiguousarray(X2, dtype=dtype)
     return X1, X2, np.asarray(s).astype(dtype)

@@ -56,9 +56,10 @@ import numpy as np
 from numba import njit
 
 from ..pairs import check_points
+from ..pairs.checks import float_dtype
 from ..pairs.index import IndexPairs, score_index_pairs
 from ._index import check_index_pair_data, make_passes
-from ._linear import CHUNK_SIZE, _float_dtype, check_pair_data
+from ._linear import CHUNK_SIZE, check_pair_data
 from .penalty import add_penalty
 
 __all__ = ["cost_grad", "objective", "index_objective", "pair_probability", "pack", "unpack",
@@ -252,7 +253,7 @@ def pair_probability(M, b, X1, X2, chunk_size=CHUNK_SIZE):
     - Guillaumin, Verbeek and Schmid, "Is that you? Metric Learning Approaches for Face
       Identification", ICCV 2009 (seed 001).
     """
-    dtype = _float_dtype(np.asarray(X1), np.asarray(X2))
+    dtype = float_dtype(np.asarray(X1), np.asarray(X2))
     X1 = check_points(X1, dtype=dtype, what="X1")
     X2 = check_points(X2, dtype=dtype, what="X2")
     if X1.shape != X2.shape:

@@ -13,6 +13,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ..cnn._tanh import tanh_backward, tanh_forward  # noqa: F401 (the mappings' tanh)
+from ..pairs.checks import float_dtype
 
 __all__ = ["Mapping", "glorot_bound", "glorot_uniform", "tanh_forward", "tanh_backward"]
 
@@ -21,11 +22,6 @@ def _check_size(value, name):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
     return int(value)
-
-
-def _float_dtype(*arrays):
-    dtype = np.result_type(*arrays)
-    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
 
 
 def _rng(random_state):
@@ -161,7 +157,7 @@ class Mapping:
         for part, (name, shape) in zip(parts, self.shapes.items()):
             if part.shape != shape:
                 raise ValueError(f"{name} must have shape {shape}, got {part.shape}.")
-        return np.concatenate([p.ravel() for p in parts]).astype(_float_dtype(*parts), copy=False)
+        return np.concatenate([p.ravel() for p in parts]).astype(float_dtype(*parts), copy=False)
 
     def _check_input(self, X):
         X = np.asarray(X)

@@ -30,6 +30,7 @@ import numpy as np
 from .._deprecation import deprecated_aliases
 from ..losses.penalty import add_penalty
 from ..pairs import check_pair_labels
+from ..pairs.checks import float_dtype
 from ..pairs.index import CHUNK_SIZE, check_index_pair_data, scatter_add_rows
 from ..pairs.passes import make_passes
 from ..pairs.rows import l2_normalize
@@ -48,8 +49,7 @@ def _check_pairs(X1, X2, s, n_features):
         raise ValueError("no pairs given (n_pairs = 0).")
     if X1.shape[1] != n_features:
         raise ValueError(f"X1, X2 have {X1.shape[1]} features; the mapping takes {n_features}.")
-    dtype = np.result_type(X1, X2)
-    dtype = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    dtype = float_dtype(X1, X2)
     X1 = np.ascontiguousarray(X1, dtype=dtype)
     X2 = np.ascontiguousarray(X2, dtype=dtype)
     if not (np.isfinite(X1).all() and np.isfinite(X2).all()):
@@ -60,8 +60,7 @@ def _check_pairs(X1, X2, s, n_features):
 
 def _trusted_pairs(X1, X2, s):
     """The layout of :func:`_check_pairs` (C-contiguous, float dtype, s in it), no checks."""
-    dtype = np.result_type(X1, X2)
-    dtype = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    dtype = float_dtype(X1, X2)
     return (np.ascontiguousarray(X1, dtype=dtype), np.ascontiguousarray(X2, dtype=dtype),
             np.asarray(s).astype(dtype))
 
