@@ -9,7 +9,7 @@ from scipy.spatial.distance import cdist, pdist, squareform
 
 from metricfit import DDML, TSML, CosineSimilarity, MkNN
 from metricfit.experiments.applications import (complete_linkage_cost_curve, labelling_cost,
-                                    one_exemplar_recognition, pairwise_scores)
+                                                one_exemplar_recognition, pairwise_scores)
 from metricfit.pairs import sample_pairs
 
 # -- labelling cost ------------------------------------------------------------------------
@@ -39,7 +39,7 @@ def test_labelling_cost_hand_computed():
 
 
 @pytest.mark.parametrize("labels, clusters, match", [
-    ([0, 1, 2], [0, 1], "entries"), ([[0, 1]], [0, 1], "1-D"), ([], [], "non-empty"),
+    ([0, 1, 2], [0, 1], "labels for"), ([[0, 1]], [0, 1], "1-D"), ([], [], "is empty"),
     ([0.0, np.nan], [0, 1], "NaN")])
 def test_labelling_cost_bad_input(labels, clusters, match):
     with pytest.raises(ValueError, match=match):
@@ -106,7 +106,7 @@ def test_cost_curve_ends_bounds_and_accuracy():
 
 @pytest.mark.parametrize("data, labels, metric, match", [
     (np.zeros((1, 2)), [0], "euclidean", "at least 2"),
-    (np.ones((3, 2)), [0, 1], "euclidean", "entries"),
+    (np.ones((3, 2)), [0, 1], "euclidean", "labels for"),
     (np.ones((3, 2)), [0, 1, 1], "precomputed", "square"),
     (np.array([[0, 1.0], [2.0, 0]]), [0, 1], "precomputed", "symmetric"),
     (np.array([[0.0, np.nan], [1.0, 2.0]]), [0, 1], "euclidean", "NaN"),
@@ -181,8 +181,8 @@ def test_one_exemplar_ties_take_the_lowest_balanced_threshold():
 
 @pytest.mark.parametrize("scores, e, q, match", [
     (np.ones((2, 2)), [0, 0], [0, 1], "distinct"),
-    (np.ones((2, 2)), [0, 1], [0, 1, 1], "entries"),
-    (np.ones((2, 2)), [0, 1, 2], [0, 1], "entries"),
+    (np.ones((2, 2)), [0, 1], [0, 1, 1], "labels for"),
+    (np.ones((2, 2)), [0, 1, 2], [0, 1], "labels for"),
     (np.ones((2, 2)), [0, 1], [5, 6], "no query"),
     (np.ones(2), [0], [0, 1], "2-D"),
     (np.array([[np.nan], [1.0]]), [0], [0, 1], "NaN")])

@@ -254,8 +254,11 @@ def test_lda_whitens_the_within_class_covariance(data):
     assert lda.transform(X[index]).shape == (index.shape[0], 2, 4)
     on_pairs = LDA(n_components=3).fit(X[index], s)  # similar pairs as classes of two
     assert on_pairs.transform(X.astype(np.float32)).dtype == np.float32
-    with pytest.raises(ValueError, match="single identity"):
+    with pytest.raises(ValueError, match="1 identity .*at least 2"):
         LDA().fit(X[:4], np.zeros(4))
+    one_similar = X[index][s == 1][:1]  # one similar pair: one class of two points
+    with pytest.raises(ValueError, match="similar pairs of y .*1 identity"):
+        LDA().fit(one_similar, [1])
 
 
 def test_length_normalizer_bad_input(data):

@@ -11,9 +11,10 @@ from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, OneToO
 from sklearn.utils.validation import check_is_fitted
 
 from ..pairs.checks import (SAFE_EXPONENT, check_representable, check_transformer_input,
-                            largest_magnitude, scale_exponent)
+                            identity_codes, largest_magnitude, scale_exponent)
 from .._validation import Interval, PointOutputMixin, validate_params
 from ..pairs import check_pair_labels
+from ..pairs.identity import similar_pair_classes
 from ..pairs.rows import l2_normalize
 
 __all__ = ["LengthNormalizer", "LDA"]
@@ -169,16 +170,11 @@ class LDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     def fit(self, X, y):
         validate_params(self)
         X = check_transformer_input(self, X, reset=True)
-        if X.ndim == 3:
-            s = check_pair_labels(y, X.shape[0], require_both=False)
-            similar = X[s == 1]
-            X, y = _rows(similar), np.repeat(np.arange(similar.shape[0]), 2)
-        y = np.asarray(y)
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}.")
-        classes, codes = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise ValueError("LDA needs at least two classes: got 1 class (a single identity).")
+        what = "y"
+        if X.ndim == 3:  # each similar pair a class of two points
+            X, y = similar_pair_classes(X, check_pair_labels(y, X.shape[0], require_both=False))
+            what = "the similar pairs of y (one class each)"
+        classes, codes = identity_codes(y, what, X.shape[0], min_identities=2)
         d = X.shape[1]
         k = self.n_components or min(classes.size - 1, d)
         if k > d:

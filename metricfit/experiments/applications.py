@@ -9,22 +9,12 @@ from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist, squareform
 
 from ..learners import score_kind
+from ..pairs.checks import check_identity_labels, identity_codes
 
 __all__ = ["labelling_cost", "pairwise_scores", "complete_linkage_cost_curve", "CostCurve",
            "one_exemplar_recognition", "OneExemplarResult"]
 
 CHUNK = 2 ** 22  # floats per block of pairs when scoring through pair_score
-
-
-def _codes(labels, what, n=None):
-    labels = np.asarray(labels)
-    if labels.ndim != 1 or labels.size == 0:
-        raise ValueError(f"{what} must be a non-empty 1-D array, got shape {labels.shape}.")
-    if n is not None and labels.size != n:
-        raise ValueError(f"{what} has {labels.size} entries for {n} samples.")
-    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
-        raise ValueError(f"{what} contains NaN or infinity.")
-    return np.unique(labels, return_inverse=True)[1].ravel()
 
 
 def _points(X, what):
@@ -62,8 +52,8 @@ def labelling_cost(labels_true, clusters):
     - Guillaumin, Verbeek and Schmid, "Is that you? Metric Learning Approaches for Face
       Identification", ICCV 2009 (seed 001).
     """
-    t = _codes(labels_true, "labels_true")
-    c = _codes(clusters, "clusters", t.size)
+    _, t = identity_codes(labels_true, "labels_true")
+    _, c = identity_codes(clusters, "clusters", t.size)
     table = np.zeros((c.max() + 1, t.max() + 1), dtype=np.int64)
     np.add.at(table, (c, t), 1)
     return int(table.shape[0] + t.size - table.max(axis=1).sum())
@@ -190,7 +180,7 @@ def complete_linkage_cost_curve(data, labels, metric="euclidean"):
     """
     D = _condensed_distances(data, metric)
     n = int(round((1 + np.sqrt(1 + 8 * D.size)) / 2))
-    t = _codes(labels, "labels", n)
+    _, t = identity_codes(labels, "labels", n)
     if n < 2:
         raise ValueError("clustering needs at least 2 faces.")
     Z = linkage(D, method="complete")
@@ -269,8 +259,8 @@ def one_exemplar_recognition(scores, exemplar_labels, query_labels):
     """
     S = _points(scores, "scores")
     e, q = np.asarray(exemplar_labels), np.asarray(query_labels)
-    _codes(e, "exemplar_labels", S.shape[1])
-    _codes(q, "query_labels", S.shape[0])
+    check_identity_labels(e, "exemplar_labels", S.shape[1])
+    check_identity_labels(q, "query_labels", S.shape[0])
     if np.unique(e).size != e.size:
         raise ValueError("exemplar_labels must be distinct: one exemplar per class.")
     target = np.isin(q, e)

@@ -20,7 +20,7 @@ from ..mappings import make_mapping
 from ..metrics import calibrate_threshold
 from ..optim import minimize
 from ..pairs import check_points, check_points_or_pairs
-from ..pairs.checks import largest_magnitude, scale_exponent
+from ..pairs.checks import identity_codes, largest_magnitude, scale_exponent
 from ._base import FittedMappingMixin, PairLearnerMixin
 from ._solver import SolverMixin
 
@@ -29,19 +29,11 @@ NCA_MAPPINGS = ("linear", "mlp", "tanh")  # point mappings on feature vectors
 N_CALIBRATION_PAIRS = 2000  # similar and as many dissimilar training pairs for threshold_
 
 
-def check_identity_labels(y, n_samples):
-    """Identity codes (n_samples,) int64 from labels of any values; at least two identities
-    and one identity with two points (else NCA's objective is constant)."""
-    y = np.asarray(y)
-    if y.shape != (n_samples,):
-        raise ValueError(f"y must have shape (n_samples,) = ({n_samples},), got {y.shape}.")
-    if y.dtype.kind in "fc" and not np.isfinite(y).all():
-        raise ValueError("y contains NaN or infinity.")
-    if y.dtype.kind == "O" and any(v is None for v in y):
-        raise ValueError("y contains None.")
-    identities, codes = np.unique(y, return_inverse=True)
-    if identities.size < 2:
-        raise ValueError(f"NCA needs at least two identities in y, got {identities.size}.")
+def _identity_codes(y, n_samples):
+    """Identity codes (n_samples,) int64 from labels of any values
+    (:func:`metricfit.pairs.checks.identity_codes`, two identities at least); and one identity
+    with two points (else NCA's objective is constant: no neighbour can share an identity)."""
+    _, codes = identity_codes(y, "y", n_samples, min_identities=2)
     if np.bincount(codes).max() < 2:
         raise ValueError("NCA needs an identity with two points or more (every point of y "
                          "has its own identity: no neighbour can share it).")
@@ -215,7 +207,7 @@ class NCA(SolverMixin, PointOutputMixin, ClassNamePrefixFeaturesOutMixin, Fitted
         given, X = X, check_points(X)
         check_feature_names(self, given, reset=True)
         _check_scale(X)
-        codes = check_identity_labels(y, X.shape[0])
+        codes = _identity_codes(y, X.shape[0])
         self.n_features_in_ = X.shape[1]
         mapping = make_mapping(self.mapping, self.n_features_in_, self.n_components,
                                self.n_hidden)

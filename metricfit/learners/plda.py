@@ -12,7 +12,8 @@ from .._validation import (Interval, PointOutputMixin, StrOptions, check_feature
                            user_stacklevel, validate_params)
 from ..backend import plda as core
 from ..pairs import check_pair_labels, check_pairs, check_points
-from ..pairs.checks import check_representable, largest_magnitude, scale_exponent
+from ..pairs.checks import (check_representable, identity_codes, largest_magnitude,
+                            scale_exponent)
 from ..pairs.index import check_pair_input, pairs_as_given, similar_pair_classes
 from ._base import PairLearnerMixin
 
@@ -42,15 +43,6 @@ def _warn_if_singular(W):
     if not w[0] > SINGULAR_RATIO * w[-1]:
         warnings.warn(f"PLDA: {_singular_within(W)}; LLRs along those directions are "
                       "unbounded.", UserWarning, stacklevel=user_stacklevel())
-
-
-def _finite_identities(labels, n):
-    labels = np.asarray(labels)
-    if labels.shape != (n,):
-        raise ValueError(f"labels must have shape (n_samples,) = ({n},), got {labels.shape}.")
-    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
-        raise ValueError("labels contain NaN or infinity.")
-    return np.unique(labels, return_inverse=True)
 
 
 class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, BaseEstimator):
@@ -184,7 +176,7 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
         validate_params(self)
         given, X = X, check_points(X)
         check_feature_names(self, given, reset=True)
-        _, codes = _finite_identities(labels, X.shape[0])
+        _, codes = identity_codes(labels, "labels", X.shape[0])
         self._fit_classes(X, codes)
         self.threshold_ = 0.0
         return self
