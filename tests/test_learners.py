@@ -14,6 +14,7 @@ from sklearn.pipeline import make_pipeline
 
 from metricfit import CSML, TSML, WCCN, WPCA
 from metricfit.learners.ddml import DDML
+from metricfit.learners import score_kind
 from metricfit.learners._base import cosine_rows
 from metricfit.metrics import max_decision_accuracy
 
@@ -53,7 +54,7 @@ def test_pair_api_shapes_and_attributes(Learner, data):
     assert est.transform(pairs).shape == (400, 2, 5)
     scores = est.pair_score(pairs)
     assert scores.shape == (400,)
-    if est._score_kind == "cosine":
+    if score_kind(est) == "cosine":
         assert np.all(np.abs(scores) <= 1 + 1e-12)
     else:  # minus a squared distance
         assert np.all(scores <= 0)
@@ -219,7 +220,7 @@ def test_bad_input_raises_value_error(Learner, data):
         (pairs, np.ones(400), "single class"),
         (pairs, y[:-1], "400 pairs"),
     ]
-    if Learner._score_kind == "cosine":  # distance learners take zero vectors (test_scale.py)
+    if score_kind(Learner()) == "cosine":  # distance learners take zero vectors (test_scale.py)
         cases.append((zero_pairs, y, "zero vector"))
     for X, labels, message in cases:
         with pytest.raises(ValueError, match=message):

@@ -12,6 +12,7 @@ import pytest
 
 from estimator_registry import INDEX_PAIRS, NAMES, Case
 from metricfit import DDML, LDML, TSML, CosineSimilarity
+from metricfit.learners import score_kind
 from metricfit.learners._base import cosine_rows, squared_distances
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -26,7 +27,7 @@ def fit(case):
 
 
 def is_cosine(est):
-    return getattr(est, "_score_kind", None) == "cosine" and not hasattr(est, "estimators")
+    return score_kind(est) == "cosine" and not hasattr(est, "estimators")
 
 
 def outcome(call):

@@ -135,7 +135,6 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
       Identification", ICCV 2009 (seed 001).
     """
 
-    _score_kind = "distance"
     _parameter_constraints = {
         **SOLVER_CONSTRAINTS,
         "lam": [Interval(Real, 0, None)],
@@ -270,6 +269,11 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
     def pair_score(self, pairs):
         """``b - d_M(x, y)``, the logit of p (eq. 2): higher = more similar, shape (n_pairs,)."""
         return -self.pair_distance(pairs) + self.bias_  # checks fitted first
+
+    def __metricfit_tags__(self):
+        tags = super().__metricfit_tags__()
+        tags.score_kind = "distance"  # b - d_M: minus a squared distance, plus a constant
+        return tags
 
     def predict_proba(self, pairs):
         """``[[1 - p, p]]`` per pair, ``p = sigma(b - d_M)`` (eq. 2); columns follow ``classes_``

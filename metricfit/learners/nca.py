@@ -158,7 +158,6 @@ class NCA(SolverMixin, PointOutputMixin, ClassNamePrefixFeaturesOutMixin, Fitted
     - LeCun, "Learning Similarity Metrics", lecture slides (seed 003).
     """
 
-    _score_kind = "distance"
     _pair_input = "points"
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None), None],
@@ -270,3 +269,8 @@ class NCA(SolverMixin, PointOutputMixin, ClassNamePrefixFeaturesOutMixin, Fitted
     def _n_features_out(self):
         """k, the embedding dimension: ``get_feature_names_out`` gives 'nca0', 'nca1', ..."""
         return self.mapping_.n_components
+
+    def __metricfit_tags__(self):
+        tags = super().__metricfit_tags__()
+        tags.score_kind = "distance"  # minus the squared distance of the embeddings
+        return tags
