@@ -13,6 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from metricfit import CSML, DDML, LDML, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN
 from metricfit.mappings import ConvNet
+from metricfit.pairs.tags import score_kind
 from test_learners import make_identity_pairs
 
 
@@ -59,7 +60,7 @@ def test_one_line_cells(data):
     labels = np.r_[np.ones(30), -np.ones(30)]
     cnn = SiameseCNN(loss="triangular", n_components=3, n_maps=(2, 3, 4), max_epochs=2,
                      random_state=0).fit(images, labels)
-    assert cnn._score_kind == "cosine" and np.all(np.abs(cnn.pair_score(images)) <= 1 + 1e-6)
+    assert score_kind(cnn) == "cosine" and np.all(np.abs(cnn.pair_score(images)) <= 1 + 1e-6)
     drlim = Siamese(loss="contrastive", mapping="mlp", solver="sgd", max_iter=300,
                     validation_interval=50, random_state=0).fit(pairs, y)
     assert drlim.params_.shape == (drlim.mapping_.n_params,) and drlim.curves_["validation"]

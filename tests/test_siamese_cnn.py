@@ -14,6 +14,7 @@ from sklearn.base import clone
 from conftest import REPO_ROOT, data_dir
 from metricfit.learners.siamese_cnn import SiameseCNN
 from metricfit.metrics import max_decision_accuracy
+from metricfit.pairs.held_out import identity_held_out_split
 
 TINY = dict(n_components=4, n_maps=(3, 6, 8), batch_size=8, max_epochs=3, random_state=0)
 
@@ -343,7 +344,7 @@ def _subject_pairs(n_subjects=8, per_subject=4, seed=0):
 def test_groups_hold_out_identities_for_early_stopping():
     pairs, y, groups = _subject_pairs()
     est = SiameseCNN(**dict(TINY, validation_fraction=0.25)).fit(pairs, y, groups=groups)
-    train, validation = est._identity_split(groups, y)
+    train, validation = identity_held_out_split(groups, y, 0.25, est.random_state)
     held = np.unique(groups[validation])
     assert held.size == 2  # 25 % of 8 identities
     assert not np.isin(groups[train], held).any()  # no held-out identity trains

@@ -9,8 +9,6 @@ threshold on the validation pairs.
 """
 
 import functools
-import inspect
-import json
 from numbers import Integral, Real
 
 import numpy as np
@@ -18,8 +16,6 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._files import read_npz_file
-from .._version import __version__
 from .._validation import Interval, StrOptions, validate_params
 from ..cnn import ConvNet, NetworkSpec, SiameseObjective, num_threads
 from ..cnn.augment import augment_images, random_transforms
@@ -31,20 +27,25 @@ from ..losses.distances import ENERGIES, energy_bound
 from ..mappings import ConvNet as ConvNetMapping
 from ..optim import minimize
 from ..pairs import check_pair_labels
+from ..pairs.held_out import identity_held_out_split
 from ._base import PairLearnerMixin, finite_scores, validation_split
 from ._solver import SOLVER_CONSTRAINTS, SolverMixin
+from .persistence import load_estimator, persistable, save_estimator
 
-SAVE_FORMAT = "metricfit.SiameseCNN"
 SAVE_VERSION = 1
-"""The file layout :meth:`SiameseCNN.save` writes (``format`` = ``"metricfit.SiameseCNN/1"``).
-Bump it when the layout changes and keep a reader for every older version in
-:meth:`SiameseCNN.load`; a newer version than this is refused with a clear error."""
+"""The file layout :meth:`SiameseCNN.save` writes (``format`` = ``"metricfit.SiameseCNN/1"``,
+:mod:`metricfit.learners.persistence`). Bump it when the layout changes and keep a reader for
+every older version in ``_restore_fitted``; a newer version than this is refused."""
+
+REQUIRED_ENTRIES = ("params_json", "spec_json", "weights", "threshold", "input_mean",
+                    "input_scale", "energy_bound", "n_iter", "epochs", "curves_json")
 
 
 AUGMENT_RANGES = ("shift", "scale", "rotation", "flip")
 """The keys an ``augment`` dict may set (:func:`metricfit.cnn.augment.random_transforms`)."""
 
 
+@persistable
 class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     """Siamese convolutional network trained on image pairs (seed 000).
 
@@ -198,10 +199,10 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
       Face Verification", CVPR 2005 (seed 000).
     """
 
-    @property
-    def _score_kind(self):
-        kind = getattr(get_loss(self.loss), "SCORE_KIND", "")
-        return "cosine" if kind == "cosine" else "distance"
+    def __metricfit_tags__(self):
+        tags = super().__metricfit_tags__()
+        tags.score_kind = "cosine" if get_loss(self.loss).score_kind == "cosine" else "distance"
+        return tags
 
     _pair_input = "images"
 
@@ -367,8 +368,6 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         that a fit without it draws exactly what it drew before the option existed)."""
         loss = get_loss(self.loss)
         params = loss_params(loss, self._loss_params())
-        if "validated" in inspect.signature(loss.embedding_cost_grad).parameters:
-            params["validated"] = True
         transform = None
         if augment is not None:
             transform = functools.partial(augment_images,
@@ -376,8 +375,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
                                               rng.randint(np.iinfo(np.int32).max)),
                                           **augment)
         siamese = SiameseObjective(network, train, s_train, augment=transform,
-                                   embedding_cost_grad=functools.partial(
-                                       loss.embedding_cost_grad, **params))
+                                   embedding_cost_grad=loss.cost_grad_on(params, trusted=True))
         return TrainingObjective(siamese, network.decay_mask(), self.weight_decay,
                                  self.learning_rate_schedule, steps, self.max_epochs * steps)
 
@@ -397,7 +395,8 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         if not self.early_stopping and groups is None:
             return (inputs, s), (None, None), (pairs, s)  # every pair trains
         if groups is not None:
-            train, validation = self._identity_split(groups, s)
+            train, validation = identity_held_out_split(
+                groups, s, self.validation_fraction, self.random_state)
         else:
             advice = ("Give more pairs, change validation_fraction, pass validation_data, "
                       "or set early_stopping=False (every pair trains).")
@@ -419,34 +418,11 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
             options.update(n_iter_no_change=None, restore_best=False)
         return options
 
-    def _identity_split(self, groups, s):
-        """Masks (train, validation) of the pairs: ``validation_fraction`` of the identities
-        (at least 2) held out with ``random_state``; pairs within them validate, pairs outside
-        them train."""
-        groups = np.asarray(groups)
-        if groups.shape != (s.shape[0], 2):
-            raise ValueError(f"groups must have shape (n_pairs, 2) = ({s.shape[0]}, 2): the "
-                             f"identity of each image of each pair; got {groups.shape}.")
-        identities = np.unique(groups)
-        n_held = max(2, int(round(self.validation_fraction * identities.size)))
-        if n_held >= identities.size:
-            raise ValueError(f"groups name {identities.size} identities: too few to hold "
-                             f"out {n_held} for validation and train on the others.")
-        held = check_random_state(self.random_state).choice(identities, n_held, replace=False)
-        inside = np.isin(groups, held)  # (n_pairs, 2)
-        validation, train = inside.all(axis=1), ~inside.any(axis=1)
-        for name, mask in (("validation", validation), ("training", train)):
-            if len(np.unique(s[mask])) < 2:
-                raise ValueError(f"the {name} pairs of the identity split (held out: "
-                                 f"{n_held} of {identities.size} identities) lack genuine or "
-                                 f"impostor pairs; pass validation_data instead.")
-        return train, validation
-
     def _loss_params(self):
         """The hyper-parameters the loss takes, among Q, energy and margin (None: Q / 4)."""
         margin = self.energy_bound_ / 4 if self.margin is None else self.margin
         offered = {"Q": self.energy_bound_, "energy": self.energy, "margin": margin}
-        return {k: v for k, v in offered.items() if k in get_loss(self.loss).DEFAULTS}
+        return {k: v for k, v in offered.items() if k in get_loss(self.loss).defaults}
 
     def _pair_scores(self, a, b):
         return get_loss(self.loss).pair_score(a, b, **self._loss_params())
@@ -516,24 +492,15 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         embedded = self._embed(pairs)  # (n, 2, k)
         return finite_scores(self._pair_scores(embedded[:, 0], embedded[:, 1]), pairs)
 
-    # -- persistence: arrays and JSON, no pickled code -------------------------------------
+    # -- persistence: arrays and JSON, no pickled code (learners/persistence.py) -----------
+
+    _save_version = SAVE_VERSION
+    _saved_entries = REQUIRED_ENTRIES
 
     def save(self, path):
         """Write the fitted model to an ``.npz`` of arrays (weights, scalars, JSON strings)."""
         check_is_fitted(self)
-        params = self.get_params()
-        if not isinstance(params["random_state"], (Integral, type(None))):
-            params["random_state"] = None  # a RandomState object is not data
-        params["callback"] = None  # nor is a function
-        np.savez(path, format=np.array(f"{SAVE_FORMAT}/{SAVE_VERSION}"),
-                 metricfit_version=np.array(__version__),
-                 params_json=np.array(json.dumps(params)),
-                 spec_json=np.array(json.dumps(self.network_.spec.to_dict())),
-                 weights=self.params_, threshold=self.threshold_, classes=self.classes_,
-                 input_mean=self.input_mean_, input_scale=self.input_scale_,
-                 energy_bound=self.energy_bound_, n_iter=self.n_iter_,
-                 epochs=np.array([self.n_epochs_, self.best_epoch_]),
-                 curves_json=np.array(json.dumps(self.curves_)))
+        save_estimator(self, path)
 
     @classmethod
     def load(cls, path):
@@ -545,118 +512,37 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         JSON or not a number, weights that do not fit the network; each message names the file.
         A missing file is FileNotFoundError.
         """
-        f = read_npz_file(path, what=f"a {SAVE_FORMAT} file from SiameseCNN.save")
-        _check_save_format(f, path)
-        est = cls(**_saved_params(cls, f, path))
-        est.network_ = _saved_network(f, path)
-        est.params_ = _saved_weights(f, path, est.network_.n_params)
-        est.threshold_ = _saved_number(f, "threshold", path, finite=False)
-        est.classes_ = _saved_array(f, "classes", path, (2,)) if "classes" in f \
+        return load_estimator(path, cls)
+
+    def _fitted_entries(self):
+        return dict(spec_json=self.network_.spec.to_dict(), weights=self.params_,
+                    threshold=self.threshold_, classes=self.classes_,
+                    input_mean=self.input_mean_, input_scale=self.input_scale_,
+                    energy_bound=self.energy_bound_, n_iter=self.n_iter_,
+                    epochs=np.array([self.n_epochs_, self.best_epoch_]),
+                    curves_json=self.curves_)
+
+    def _restore_fitted(self, saved):
+        self.network_ = _saved_network(saved)
+        self.params_ = saved.floats("weights", self.network_.n_params,
+                                    "the network of 'spec_json'")
+        self.threshold_ = saved.number("threshold", finite=False)
+        self.classes_ = saved.array("classes", (2,)) if "classes" in saved \
             else np.array([-1, 1])
-        est.input_mean_ = _saved_number(f, "input_mean", path)
-        est.input_scale_ = _saved_number(f, "input_scale", path)
-        est.energy_bound_ = _saved_number(f, "energy_bound", path)
-        est.n_iter_ = int(_saved_number(f, "n_iter", path))
-        est.n_epochs_, est.best_epoch_ = (float(v) for v in _saved_array(f, "epochs", path, (2,)))
-        est.curves_ = _saved_json(f, "curves_json", path)
-        est.input_shape_ = est.network_.spec.input_shape
-        return est
+        self.input_mean_ = saved.number("input_mean")
+        self.input_scale_ = saved.number("input_scale")
+        self.energy_bound_ = saved.number("energy_bound")
+        self.n_iter_ = int(saved.number("n_iter"))
+        self.n_epochs_, self.best_epoch_ = (float(v) for v in saved.array("epochs", (2,)))
+        self.curves_ = saved.json("curves_json")
+        self.input_shape_ = self.network_.spec.input_shape
 
 
-REQUIRED_ENTRIES = ("params_json", "spec_json", "weights", "threshold", "input_mean",
-                    "input_scale", "energy_bound", "n_iter", "epochs", "curves_json")
-
-
-def _check_save_format(f, path):
-    """The ``format`` entry of a saved model (``"metricfit.SiameseCNN/<version>"``) and the
-    presence of the entries that version holds; ``f`` is the dict of the file's arrays."""
-    fmt = str(f["format"]) if "format" in f else ""
-    name, _, version = fmt.partition("/")
-    if name != SAVE_FORMAT:
-        raise ValueError(f"{path} is not a {SAVE_FORMAT} file from SiameseCNN.save "
-                         f"(format entry {fmt!r}).")
-    if not version.isdigit() or int(version) < 1:
-        raise ValueError(f"{path}: unknown {SAVE_FORMAT} format version {version!r}; this "
-                         f"metricfit ({__version__}) reads versions 1 to {SAVE_VERSION}.")
-    if int(version) > SAVE_VERSION:
-        written_by = str(f["metricfit_version"]) if "metricfit_version" in f else "?"
-        raise ValueError(f"{path} was saved in {SAVE_FORMAT} format version {version} (by "
-                         f"metricfit {written_by}); this metricfit ({__version__}) reads "
-                         f"versions 1 to {SAVE_VERSION}: upgrade metricfit to load it.")
-    missing = set(REQUIRED_ENTRIES) - set(f)
-    if missing:
-        raise ValueError(f"{path} lacks the entries {sorted(missing)} of format version "
-                         f"{version}.")
-
-
-def _saved_json(f, key, path):
-    """The JSON object (a dict) in the string entry ``key``, else ValueError naming it."""
-    entry = f[key]
-    if entry.shape != () or entry.dtype.kind != "U":
-        raise ValueError(f"{path}: entry {key!r} must be one JSON string, got an array of "
-                         f"dtype {entry.dtype} and shape {entry.shape}.")
-    try:
-        value = json.loads(str(entry))
-    except ValueError as error:  # json.JSONDecodeError
-        raise ValueError(f"{path}: entry {key!r} is not valid JSON ({error}).") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{path}: entry {key!r} must hold a JSON object, got "
-                         f"{type(value).__name__}.")
-    return value
-
-
-def _saved_params(cls, f, path):
-    """The constructor parameters of ``params_json``: known names, valid values."""
-    params = _saved_json(f, "params_json", path)
-    unknown = sorted(set(params) - set(cls().get_params()))
-    if unknown:
-        raise ValueError(f"{path}: entry 'params_json' names unknown parameters {unknown}.")
-    params = {k: _tuples(v) for k, v in params.items()}
-    try:
-        validate_params(cls(**params))
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{path}: entry 'params_json': {error}") from None
-    return params
-
-
-def _saved_network(f, path):
-    """The ConvNet of ``spec_json``, else ValueError naming the file."""
-    spec = _saved_json(f, "spec_json", path)
+def _saved_network(saved):
+    """The network of ``spec_json``, else ValueError naming the file."""
+    spec = saved.json("spec_json")
     try:
         return ConvNet(NetworkSpec.from_dict(spec))
     except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError) as error:
-        raise ValueError(f"{path}: entry 'spec_json' is not a valid network spec "
-                         f"({type(error).__name__}: {error}).") from None
-
-
-def _saved_array(f, key, path, shape):
-    """The numeric entry ``key`` of shape ``shape``, else ValueError naming it."""
-    entry = f[key]
-    if entry.shape != shape or entry.dtype.kind not in "biuf":
-        raise ValueError(f"{path}: entry {key!r} must be numeric of shape {shape}, got "
-                         f"dtype {entry.dtype} and shape {entry.shape}.")
-    return entry
-
-
-def _saved_number(f, key, path, finite=True):
-    """The number in the entry ``key`` (finite, or with ``finite=False`` not NaN)."""
-    value = float(_saved_array(f, key, path, ()))
-    if np.isnan(value) or (finite and not np.isfinite(value)):
-        raise ValueError(f"{path}: entry {key!r} must be a finite number, got {value}.")
-    return value
-
-
-def _saved_weights(f, path, n_params):
-    """The flat weight vector: float, 1-D, ``n_params`` long (the network's size), finite."""
-    weights = f["weights"]
-    if weights.dtype.kind != "f" or weights.shape != (n_params,):
-        raise ValueError(f"{path}: entry 'weights' must be {n_params} floats (the network of "
-                         f"'spec_json'), got dtype {weights.dtype} and shape {weights.shape}.")
-    if not np.isfinite(weights).all():
-        raise ValueError(f"{path}: entry 'weights' holds NaN or infinity.")
-    return weights
-
-
-def _tuples(value):
-    """JSON lists back to the tuples they were saved from (nested too)."""
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+        raise saved.fail("spec_json", f"is not a valid network spec ({type(error).__name__}: "
+                                      f"{error}).") from None
