@@ -17,15 +17,17 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, StrOptions, validate_params
-from ..cnn import ConvNet, NetworkSpec, SiameseObjective, num_threads
+from ..cnn import ConvNetwork, NetworkSpec, num_threads
 from ..cnn.augment import augment_images, random_transforms
-from ..cnn.objective import TrainingObjective
+from ..cnn.objective import TrainingRecipe
 from ..cnn.schedule import SCHEDULES
 from ..features._images import check_images
-from ..losses import ALIASES, PAIR_LOSSES, get_loss, loss_params
+from ..losses import ALIASES, PAIR_LOSSES, get_loss
 from ..losses.distances import ENERGIES, energy_bound
 from ..mappings import ConvNet as ConvNetMapping
+from ..objective import make_objective
 from ..optim import minimize
+from ..optim.sgd import steps_per_epoch
 from ..pairs import check_pair_labels
 from ..pairs.held_out import identity_held_out_split
 from ._base import PairLearnerMixin, finite_scores, validation_split
@@ -142,7 +144,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     ----------
     params_ : ndarray of shape (n_params,)
         The flat network weights (in ``dtype``).
-    network_ : ConvNet
+    network_ : ConvNetwork
         The fitted network's sizes.
     input_shape_ : tuple (height, width)
     input_mean_, input_scale_ : float
@@ -205,14 +207,6 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         return tags
 
     _pair_input = "images"
-
-    # What SolverMixin reads, counted in epochs (not parameters): SGD only, at most
-    # max_epochs epochs, a validation check after each; _fit turns epochs into steps.
-    solver = "sgd"
-    validation_interval = 1
-
-    def _max_iter(self, solver=None):
-        return self.max_epochs
 
     _parameter_constraints = {
         **{k: SOLVER_CONSTRAINTS[k] for k in (
@@ -304,8 +298,9 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         pairs = self._validate_images(pairs, ndim=4, what="pairs", fitted=False)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         augment = self._augment_ranges(pairs.shape[2:])
-        network = ConvNetMapping(pairs.shape[2:], self.n_components, self.n_maps,
-                                 self.kernel_sizes).network
+        mapping = ConvNetMapping(pairs.shape[2:], self.n_components, self.n_maps,
+                                 self.kernel_sizes)
+        network = mapping.network
         warm = self._warm_params(network)  # checked before any state changes
         self.input_shape_ = pairs.shape[2:]
         if warm is None:
@@ -318,18 +313,17 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         theta0 = theta0 if warm is None else warm
         (train, s_train), (val, s_val), held_out = self._train_validation(
             pairs, inputs, s, validation_data, groups)
-        steps = -(-len(s_train) // self.batch_size)  # one epoch
-        objective = self._objective(network, train, s_train, steps, augment, rng)
-        options = self._stopping_options(network, val, s_val)
-        # epochs to steps; the batches drawn from the generator that drew the weights
-        options.update(max_iter=options["max_iter"] * steps,
-                       check_every=options["check_every"] * steps, random_state=rng)
+        objective = make_objective(self.loss, mapping, train.reshape(len(train), 2, -1),
+                                   s_train, params=self._loss_params(),
+                                   recipe=self._recipe(len(s_train), augment, rng))
+        # the batches drawn from the generator that drew the weights
+        options = dict(self._stopping_options(network, val, s_val), random_state=rng)
         result = minimize(objective, theta0, solver="sgd", **options)
-        self._warn_if_failed(result)
+        self._warn_if_failed(result, solver="sgd")
         self.network_ = network
         self.params_ = result.x.astype(self.dtype)
         self.n_iter_, self.curves_ = int(result.nit), result.curves
-        self.n_epochs_, self.best_epoch_ = result.nit / steps, result.best_step / steps
+        self.n_epochs_, self.best_epoch_ = result.n_epochs, result.best_epoch
         return self.calibrate_threshold(*held_out)._adopt_coding(y)
 
     def _warm_params(self, network):
@@ -361,23 +355,20 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         random_transforms(0, shape, 0, **ranges)  # checks the ranges (ValueError)
         return ranges
 
-    def _objective(self, network, train, s_train, steps, augment, rng):
-        """The training objective: the siamese loss on (augmented) mini-batches, with weight
-        decay and the schedule's factor (:class:`metricfit.cnn.objective.TrainingObjective`).
-        The augmentation draws from its own generator, seeded from ``rng`` (only when on, so
-        that a fit without it draws exactly what it drew before the option existed)."""
-        loss = get_loss(self.loss)
-        params = loss_params(loss, self._loss_params())
+    def _recipe(self, n_train, augment, rng):
+        """Augmentation, weight decay and the learning-rate schedule
+        (:class:`metricfit.cnn.objective.TrainingRecipe`, applied by ``make_objective``). The
+        augmentation draws from its own generator, seeded from ``rng`` (only when on, so that
+        a fit without it draws exactly what it drew before the option existed)."""
         transform = None
         if augment is not None:
             transform = functools.partial(augment_images,
                                           random_state=np.random.default_rng(
                                               rng.randint(np.iinfo(np.int32).max)),
                                           **augment)
-        siamese = SiameseObjective(network, train, s_train, augment=transform,
-                                   embedding_cost_grad=loss.cost_grad_on(params, trusted=True))
-        return TrainingObjective(siamese, network.decay_mask(), self.weight_decay,
-                                 self.learning_rate_schedule, steps, self.max_epochs * steps)
+        steps = steps_per_epoch(n_train, self.batch_size)
+        return TrainingRecipe(transform, self.weight_decay, self.learning_rate_schedule,
+                              steps, self.max_epochs * steps)
 
     def _train_validation(self, pairs, inputs, s, validation_data, groups):
         """``(train, validation, held_out)``, each ``(pairs, s)``: training and validation
@@ -408,12 +399,13 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     def _stopping_options(self, network, val, s_val):
         """:meth:`_solver_options` with the validation pairs ``val`` (None: none held out),
         best or last weights as ``early_stopping`` says."""
+        public = lambda theta: theta.astype(self.dtype)  # noqa: E731
         if val is None:
-            options = self._solver_options(lambda theta: theta.astype(self.dtype))
+            options = self._solver_options(public, solver="sgd", max_epochs=self.max_epochs)
             return dict(options, n_iter_no_change=None, restore_best=False)
-        options = self._solver_options(lambda theta: theta.astype(self.dtype),
-                                       self._validation_scorer(network, val), s_val,
-                                       validation=np.ones(len(s_val), dtype=bool))
+        options = self._solver_options(public, self._validation_scorer(network, val), s_val,
+                                       validation=np.ones(len(s_val), dtype=bool),
+                                       solver="sgd", max_epochs=self.max_epochs)
         if not self.early_stopping:
             options.update(n_iter_no_change=None, restore_best=False)
         return options
@@ -542,7 +534,7 @@ def _saved_network(saved):
     """The network of ``spec_json``, else ValueError naming the file."""
     spec = saved.json("spec_json")
     try:
-        return ConvNet(NetworkSpec.from_dict(spec))
+        return ConvNetwork(NetworkSpec.from_dict(spec))
     except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError) as error:
         raise saved.fail("spec_json", f"is not a valid network spec ({type(error).__name__}: "
                                       f"{error}).") from None
