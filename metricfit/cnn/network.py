@@ -279,5 +279,29 @@ class ConvNetwork:
         return out
 
 
+def network_from_dict(spec):
+    """The :class:`ConvNetwork` of a :meth:`NetworkSpec.to_dict` dict; ValueError when it is
+    not a valid spec."""
+    try:
+        return ConvNetwork(NetworkSpec.from_dict(spec))
+    except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError) as error:
+        raise ValueError(f"is not a valid network spec ({type(error).__name__}: "
+                         f"{error}).") from None
+
+
+def check_same_network(new, fitted, why, n_params=None):
+    """ValueError (starting with ``why``) unless ``new`` is the network ``fitted`` (same input
+    size, same spec; ``n_params`` fitted weights, if given)."""
+    new, fitted, n_new = new.spec, fitted.spec, new.n_params
+    if tuple(new.input_shape) != tuple(fitted.input_shape):
+        raise ValueError(f"{why}: pairs are {new.input_shape[0]}x{new.input_shape[1]} images, "
+                         f"but the network was fitted on {fitted.input_shape[0]}x"
+                         f"{fitted.input_shape[1]} images.")
+    if new.to_dict() != fitted.to_dict() or (n_params is not None and n_params != n_new):
+        raise ValueError(f"{why}, but n_components, n_maps or kernel_sizes changed since the "
+                         f"fit: the network {new.to_dict()} is not the fitted "
+                         f"{fitted.to_dict()}.")
+
+
 # The network was called ConvNet, as the mapping metricfit.mappings.ConvNet that wraps it.
 __getattr__ = deprecated_aliases(__name__, {"ConvNet": ("ConvNetwork", ConvNetwork)})

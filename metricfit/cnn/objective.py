@@ -32,6 +32,7 @@ from ..losses import contrastive, square_exponential
 from ..losses.distances import get_distance
 from ..losses.penalty import add_penalty
 from ._workspace import Workspace
+from .augment import augment_images
 from .schedule import learning_rate_factor
 
 __all__ = ["SiameseObjective", "TrainingObjective", "WeightDecayed", "Scheduled",
@@ -320,3 +321,19 @@ class TrainingRecipe:
         """``objective`` with weight decay on ``network``'s weights and the schedule."""
         return Scheduled(WeightDecayed(objective, network.decay_mask(), self.weight_decay),
                          self.schedule, self.steps_per_epoch, self.max_steps)
+
+
+def sgd_recipe(augment, rng, weight_decay=0.0, schedule="constant", steps_per_epoch=1,
+               max_epochs=1):
+    """The :class:`TrainingRecipe` of ``max_epochs`` epochs of ``steps_per_epoch`` steps, with
+    the augmentation ranges ``augment`` (None: off; :func:`~metricfit.cnn.augment.
+    augment_ranges`). The augmentation draws from its own generator, seeded from ``rng`` (a
+    RandomState) only when on, so that a fit without it draws exactly what it drew before
+    the option existed."""
+    transform = None
+    if augment is not None:
+        seed = rng.randint(np.iinfo(np.int32).max)
+        transform = functools.partial(augment_images, random_state=np.random.default_rng(seed),
+                                      **augment)
+    return TrainingRecipe(transform, weight_decay, schedule, steps_per_epoch,
+                          max_epochs * steps_per_epoch)

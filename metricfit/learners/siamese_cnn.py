@@ -8,7 +8,6 @@ momentum SGD with early stopping, callbacks, the convergence warning), unpack, c
 threshold on the validation pairs.
 """
 
-import functools
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,9 +16,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, StrOptions, validate_params
-from ..cnn import ConvNetwork, NetworkSpec, num_threads
-from ..cnn.augment import augment_images, random_transforms
-from ..cnn.objective import TrainingRecipe
+from ..cnn._threads import n_threads, num_threads
+from ..cnn.network import check_same_network, network_from_dict
+from ..cnn.augment import augment_ranges
+from ..cnn.objective import sgd_recipe
 from ..cnn.schedule import SCHEDULES
 from ..features._images import check_images
 from ..losses import ALIASES, PAIR_LOSSES, get_loss
@@ -41,10 +41,6 @@ every older version in ``_restore_fitted``; a newer version than this is refused
 
 REQUIRED_ENTRIES = ("params_json", "spec_json", "weights", "threshold", "input_mean",
                     "input_scale", "energy_bound", "n_iter", "epochs", "curves_json")
-
-
-AUGMENT_RANGES = ("shift", "scale", "rotation", "flip")
-"""The keys an ``augment`` dict may set (:func:`metricfit.cnn.augment.random_transforms`)."""
 
 
 @persistable
@@ -286,18 +282,13 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         self
         """
         validate_params(self)
-        with num_threads(self._threads()):
+        with num_threads(n_threads(self.n_jobs)):
             return self._fit(pairs, y, validation_data, groups)
-
-    def _threads(self):
-        if self.n_jobs is not None and self.n_jobs != -1 and self.n_jobs < 1:
-            raise ValueError(f"n_jobs must be None, -1 or >= 1, got {self.n_jobs}.")
-        return None if self.n_jobs in (None, -1) else self.n_jobs
 
     def _fit(self, pairs, y, validation_data, groups):
         pairs = self._validate_images(pairs, ndim=4, what="pairs", fitted=False)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
-        augment = self._augment_ranges(pairs.shape[2:])
+        augment = augment_ranges(self.augment, pairs.shape[2:])
         mapping = ConvNetMapping(pairs.shape[2:], self.n_components, self.n_maps,
                                  self.kernel_sizes)
         network = mapping.network
@@ -313,9 +304,10 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         theta0 = theta0 if warm is None else warm
         (train, s_train), (val, s_val), held_out = self._train_validation(
             pairs, inputs, s, validation_data, groups)
+        recipe = sgd_recipe(augment, rng, self.weight_decay, self.learning_rate_schedule,
+                            steps_per_epoch(len(s_train), self.batch_size), self.max_epochs)
         objective = make_objective(self.loss, mapping, train.reshape(len(train), 2, -1),
-                                   s_train, params=self._loss_params(),
-                                   recipe=self._recipe(len(s_train), augment, rng))
+                                   s_train, params=self._loss_params(), recipe=recipe)
         # the batches drawn from the generator that drew the weights
         options = dict(self._stopping_options(network, val, s_val), random_state=rng)
         result = minimize(objective, theta0, solver="sgd", **options)
@@ -332,43 +324,8 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         current parameters) is the fitted network."""
         if not (self.warm_start and hasattr(self, "params_")):
             return None
-        new, fitted = network.spec, self.network_.spec
-        if tuple(new.input_shape) != tuple(fitted.input_shape):
-            raise ValueError(f"warm_start=True: pairs are {new.input_shape[0]}x"
-                             f"{new.input_shape[1]} images, but the network was fitted on "
-                             f"{fitted.input_shape[0]}x{fitted.input_shape[1]} images.")
-        if new.to_dict() != fitted.to_dict() or self.params_.size != network.n_params:
-            raise ValueError("warm_start=True, but n_components, n_maps or kernel_sizes "
-                             f"changed since the fit: the network {new.to_dict()} is not "
-                             f"the fitted {fitted.to_dict()}.")
+        check_same_network(network, self.network_, "warm_start=True", self.params_.size)
         return np.array(self.params_, dtype=self.dtype)
-
-    def _augment_ranges(self, shape):
-        """The keyword ranges of :func:`~metricfit.cnn.augment.augment_images`, or None."""
-        if self.augment is False:
-            return None
-        ranges = {} if self.augment is True else dict(self.augment)
-        unknown = set(ranges) - set(AUGMENT_RANGES)
-        if unknown:
-            raise ValueError(f"augment may set {AUGMENT_RANGES}, got the keys "
-                             f"{sorted(map(str, unknown))}.")
-        random_transforms(0, shape, 0, **ranges)  # checks the ranges (ValueError)
-        return ranges
-
-    def _recipe(self, n_train, augment, rng):
-        """Augmentation, weight decay and the learning-rate schedule
-        (:class:`metricfit.cnn.objective.TrainingRecipe`, applied by ``make_objective``). The
-        augmentation draws from its own generator, seeded from ``rng`` (only when on, so that
-        a fit without it draws exactly what it drew before the option existed)."""
-        transform = None
-        if augment is not None:
-            transform = functools.partial(augment_images,
-                                          random_state=np.random.default_rng(
-                                              rng.randint(np.iinfo(np.int32).max)),
-                                          **augment)
-        steps = steps_per_epoch(n_train, self.batch_size)
-        return TrainingRecipe(transform, self.weight_decay, self.learning_rate_schedule,
-                              steps, self.max_epochs * steps)
 
     def _train_validation(self, pairs, inputs, s, validation_data, groups):
         """``(train, validation, held_out)``, each ``(pairs, s)``: training and validation
@@ -468,7 +425,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     def _embed(self, X):
         """Embeddings of validated images (..., H, W) -> (..., k)."""
         flat = self._scaled(X.reshape(-1, *X.shape[-2:]))
-        with num_threads(self._threads()):
+        with num_threads(n_threads(self.n_jobs)):
             Z = self.network_.transform(self.params_, flat, self.inference_batch_size)
         return Z.reshape(*X.shape[:-2], -1)
 
@@ -532,9 +489,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
 
 def _saved_network(saved):
     """The network of ``spec_json``, else ValueError naming the file."""
-    spec = saved.json("spec_json")
     try:
-        return ConvNetwork(NetworkSpec.from_dict(spec))
-    except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError) as error:
-        raise saved.fail("spec_json", f"is not a valid network spec ({type(error).__name__}: "
-                                      f"{error}).") from None
+        return network_from_dict(saved.json("spec_json"))
+    except ValueError as error:
+        raise saved.fail("spec_json", str(error)) from None
