@@ -37,8 +37,8 @@ SHAPE = (56, 46)
 
 COMPILE_SNIPPET = r"""
 import time, numpy as np
-from metricfit.cnn import ConvNet, SiameseObjective, network_spec
-net = ConvNet(network_spec((56, 46)))
+from metricfit.cnn import ConvNetwork, SiameseObjective, network_spec
+net = ConvNetwork(network_spec((56, 46)))
 theta = net.init(0)
 rng = np.random.default_rng(0)
 pairs = rng.normal(size=(4, 2, 56, 46)).astype(np.float32)
@@ -162,15 +162,15 @@ def layer_breakdown(net, theta, images, repeats):
 
 
 def metricfit_timings(args):
-    from metricfit.cnn import ConvNet, SiameseObjective, network_spec, num_threads
+    from metricfit.cnn import ConvNetwork, SiameseObjective, network_spec, num_threads
 
     with num_threads(args.threads):
-        return _metricfit_timings(args, ConvNet, SiameseObjective, network_spec)
+        return _metricfit_timings(args, ConvNetwork, SiameseObjective, network_spec)
 
 
-def _metricfit_timings(args, ConvNet, SiameseObjective, network_spec):
+def _metricfit_timings(args, ConvNetwork, SiameseObjective, network_spec):
 
-    net = ConvNet(network_spec(SHAPE))
+    net = ConvNetwork(network_spec(SHAPE))
     theta = net.init(0)
     rng = np.random.default_rng(0)
     pairs = rng.normal(size=(N_PAIRS, 2) + SHAPE).astype(np.float32)

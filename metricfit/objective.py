@@ -38,7 +38,7 @@ def has_fast_path(loss, mapping):
 
 
 def make_objective(loss, mapping, pairs, s, lam=0.0, theta0=None, params=None, fast=True,
-                   trusted=True):
+                   trusted=True, recipe=None):
     r"""``f(theta) -> (J, G)`` of ``J = mean_i L(f(x_i), f(y_i), s_i) + lam/2 |theta - theta0|^2``.
 
     Parameters
@@ -61,6 +61,10 @@ def make_objective(loss, mapping, pairs, s, lam=0.0, theta0=None, params=None, f
     trusted : bool, default=True
         The data were validated upstream: the objectives and the losses that check their
         input (``checks_input``) only lay the data out, without scanning them again.
+    recipe : metricfit.cnn.objective.TrainingRecipe, default=None
+        For a ``ConvNet`` mapping on vector pairs: the augmentation of every mini-batch, weight
+        decay of the network's weights and the learning-rate schedule, applied around the
+        siamese objective (and its ``lam`` penalty). Other mappings refuse one.
 
     Returns
     -------
@@ -80,8 +84,13 @@ def make_objective(loss, mapping, pairs, s, lam=0.0, theta0=None, params=None, f
     cost_grad = loss.cost_grad_on(params, trusted=trusted)
     if fast and isinstance(mapping, ConvNet) and not index:
         images = pairs.reshape(pairs.shape[0], 2, *mapping.input_shape)
-        return Regularised(SiameseObjective(mapping.network, images, s,
-                                            embedding_cost_grad=cost_grad), lam, theta0)
+        augment = None if recipe is None else recipe.augment
+        objective = Regularised(SiameseObjective(mapping.network, images, s, augment=augment,
+                                                 embedding_cost_grad=cost_grad), lam, theta0)
+        return objective if recipe is None else recipe.wrap(objective, mapping.network)
+    if recipe is not None:
+        raise ValueError("a training recipe applies to the ConvNet mapping on vector pairs, "
+                         f"not to {type(mapping).__name__}.")
     if index:
         return IndexMappedObjective(cost_grad, mapping, pairs.points, pairs.index, s, lam=lam,
                                     theta0=theta0, validated=trusted)

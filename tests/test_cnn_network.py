@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from metricfit.cnn import (ConvNet, SiameseObjective, fit_gaussian, gaussian_claims,
+from metricfit.cnn import (ConvNetwork, SiameseObjective, fit_gaussian, gaussian_claims,
                            gaussian_log_density, network_spec)
 from metricfit.cnn import _kernels, num_threads
 from metricfit.cnn._threads import CHUNK
@@ -17,14 +17,14 @@ from test_cnn_kernels import numeric_grad, some
 
 
 def tiny_net():
-    return ConvNet(network_spec((12, 10), n_maps=(3, 6, 8), n_outputs=4))
+    return ConvNetwork(network_spec((12, 10), n_maps=(3, 6, 8), n_outputs=4))
 
 
 # -- sizing -------------------------------------------------------------------------------
 
 
 def test_paper_network_has_the_sizes_of_section_3_2():
-    net = ConvNet(network_spec((56, 46)))
+    net = ConvNetwork(network_spec((56, 46)))
     assert net.output_shapes == {"C1": (15, 50, 40), "S2": (15, 25, 20), "C3": (45, 20, 15),
                                  "S4": (45, 5, 5), "C5": (250,), "F6": (50,)}
     layers = net.layers
@@ -40,7 +40,7 @@ def test_paper_network_has_the_sizes_of_section_3_2():
     ((8, 8), {"C1": (15, 6, 6), "S2": (15, 3, 3), "C3": (45, 2, 2), "S4": (45, 2, 2)}),
 ])
 def test_network_is_sized_for_other_inputs(shape, expected):
-    net = ConvNet(network_spec(shape))
+    net = ConvNetwork(network_spec(shape))
     assert {k: net.output_shapes[k] for k in expected} == expected
     G = net.transform(net.init(0), np.zeros((3,) + shape))
     assert G.shape == (3, 50) and np.all(np.abs(G) < 1)
@@ -80,7 +80,7 @@ def test_transform_in_batches_matches_forward_and_float32_is_close():
 
 
 def test_unconnected_c3_weights_stay_zero():
-    net = ConvNet(network_spec((12, 10), n_maps=(6, 16, 8), n_outputs=4))
+    net = ConvNetwork(network_spec((12, 10), n_maps=(6, 16, 8), n_outputs=4))
     rng = np.random.default_rng(2)
     theta = net.init(rng)
     C3 = net.layers["C3"]
@@ -180,7 +180,7 @@ def test_gaussian_claims_follow_section_4_1():
 def test_chunked_layers_match_the_whole_batch_kernels(n_images):
     """The layers run the kernels on chunks of CHUNK images in threads; in float64 that equals
     one kernel call on the whole batch (up to the order of the per-chunk gradient sums)."""
-    net = ConvNet(network_spec((14, 12), n_maps=(3, 6, 8), n_outputs=4, kernel_sizes=(3, 2)))
+    net = ConvNetwork(network_spec((14, 12), n_maps=(3, 6, 8), n_outputs=4, kernel_sizes=(3, 2)))
     rng = np.random.default_rng(7)
     params = net.unpack(net.init(rng))
     X = rng.normal(size=(n_images, 1, 14, 12))
@@ -210,7 +210,7 @@ def test_chunked_layers_match_the_whole_batch_kernels(n_images):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gradient_is_the_same_on_any_thread_count(dtype):
-    net = ConvNet(network_spec((28, 24), n_maps=(4, 8, 16), n_outputs=6))
+    net = ConvNetwork(network_spec((28, 24), n_maps=(4, 8, 16), n_outputs=6))
     rng = np.random.default_rng(8)
     theta = net.init(rng)
     pairs = rng.normal(size=(2 * CHUNK + 5, 2, 28, 24)).astype(dtype)
@@ -238,7 +238,7 @@ def test_steps_reusing_the_workspace_equal_fresh_steps(dtype):
     """SiameseObjective.batch reuses its arrays from step to step (no fresh pages): a step
     after steps with other weights and another batch size gives, bit for bit, what a step
     with new arrays gives, and what an earlier step returned is not overwritten."""
-    net = ConvNet(network_spec((28, 24), n_maps=(4, 8, 16), n_outputs=6))
+    net = ConvNetwork(network_spec((28, 24), n_maps=(4, 8, 16), n_outputs=6))
     rng = np.random.default_rng(9)
     thetas = [net.init(rng) for _ in range(2)]
     pairs = rng.normal(size=(CHUNK + 7, 2, 28, 24)).astype(dtype)

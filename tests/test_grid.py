@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from metricfit import CSML, DDML, LDML, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN
 from metricfit.learners import score_kind
 from metricfit.mappings import ConvNet
+from metricfit.pairs.tags import score_kind
 from test_learners import make_identity_pairs
 
 

@@ -82,7 +82,7 @@ PUBLIC_NAMES = frozenset({
     "metricfit.backend.score_trials", "metricfit.backend.write_scores",
     "metricfit.backend.write_trials",
     # metricfit.cnn
-    "metricfit.cnn.ConvNet", "metricfit.cnn.NetworkSpec", "metricfit.cnn.SCHEDULES",
+    "metricfit.cnn.ConvNetwork", "metricfit.cnn.NetworkSpec", "metricfit.cnn.SCHEDULES",
     "metricfit.cnn.SiameseObjective", "metricfit.cnn.TrainingObjective",
     "metricfit.cnn.fit_gaussian", "metricfit.cnn.gaussian_claims",
     "metricfit.cnn.gaussian_log_density", "metricfit.cnn.get_num_threads",
@@ -233,6 +233,8 @@ DEPRECATED = {
     "metricfit.backend.score_norm.normalise_scores":
         "metricfit.backend.score_norm.normalize_scores",
     "metricfit.mappings.objective.l2_normalise": "metricfit.mappings.objective.l2_normalize",
+    "metricfit.cnn.ConvNet": "metricfit.cnn.ConvNetwork",
+    "metricfit.cnn.network.ConvNet": "metricfit.cnn.network.ConvNetwork",
 }
 
 

@@ -14,6 +14,7 @@ from sklearn.base import clone
 from conftest import REPO_ROOT, data_dir
 from metricfit.learners.siamese_cnn import SiameseCNN
 from metricfit.metrics import max_decision_accuracy
+from metricfit.pairs.held_out import identity_held_out_split
 
 TINY = dict(n_components=4, n_maps=(3, 6, 8), batch_size=8, max_epochs=3, random_state=0)
 
@@ -248,10 +249,10 @@ def test_augmentation_is_reproducible_and_seeded(data):
 
 def test_augmentation_changes_the_training_batches_only():
     """The augmented objective's mini-batch sees warped images; its full objective does not."""
-    from metricfit.cnn import ConvNet, SiameseObjective, network_spec
+    from metricfit.cnn import ConvNetwork, SiameseObjective, network_spec
     from metricfit.cnn.augment import augment_images
     pairs, y = make_image_pairs(8)
-    net = ConvNet(network_spec((12, 10), n_maps=(2, 3, 4), n_outputs=3))
+    net = ConvNetwork(network_spec((12, 10), n_maps=(2, 3, 4), n_outputs=3))
     theta = net.init(0)
     plain = SiameseObjective(net, pairs, y)
     seen = []
@@ -269,9 +270,9 @@ def test_augmentation_changes_the_training_batches_only():
 
 
 def test_weight_decay_gradient_matches_finite_differences():
-    from metricfit.cnn import ConvNet, SiameseObjective, TrainingObjective, network_spec
+    from metricfit.cnn import ConvNetwork, SiameseObjective, TrainingObjective, network_spec
     pairs, y = make_image_pairs(6)
-    net = ConvNet(network_spec((12, 10), n_maps=(2, 3, 4), n_outputs=3))
+    net = ConvNetwork(network_spec((12, 10), n_maps=(2, 3, 4), n_outputs=3))
     theta = net.init(0)
     mask = net.decay_mask()
     assert mask.sum() == sum(np.prod(v) for k, v in net.shapes.items() if k.endswith(".W"))
@@ -307,9 +308,9 @@ def test_learning_rate_schedules_give_their_documented_values(schedule, expected
 
 
 def test_schedule_scales_each_batch_gradient():
-    from metricfit.cnn import ConvNet, SiameseObjective, TrainingObjective, network_spec
+    from metricfit.cnn import ConvNetwork, SiameseObjective, TrainingObjective, network_spec
     pairs, y = make_image_pairs(4)
-    net = ConvNet(network_spec((12, 10), n_maps=(2, 3, 4), n_outputs=3))
+    net = ConvNetwork(network_spec((12, 10), n_maps=(2, 3, 4), n_outputs=3))
     theta = net.init(0)
     inner = SiameseObjective(net, pairs, y)
     objective = TrainingObjective(inner, net.decay_mask(), schedule="inverse",
@@ -343,7 +344,7 @@ def _subject_pairs(n_subjects=8, per_subject=4, seed=0):
 def test_groups_hold_out_identities_for_early_stopping():
     pairs, y, groups = _subject_pairs()
     est = SiameseCNN(**dict(TINY, validation_fraction=0.25)).fit(pairs, y, groups=groups)
-    train, validation = est._identity_split(groups, y)
+    train, validation = identity_held_out_split(groups, y, 0.25, est.random_state)
     held = np.unique(groups[validation])
     assert held.size == 2  # 25 % of 8 identities
     assert not np.isin(groups[train], held).any()  # no held-out identity trains
@@ -519,7 +520,7 @@ def test_tiny_network_lowers_the_loss_on_digits_pairs():
     siamese objective on those pairs; and the estimator runs on them end to end."""
     from sklearn.datasets import load_digits
 
-    from metricfit.cnn import ConvNet, SiameseObjective, network_spec
+    from metricfit.cnn import ConvNetwork, SiameseObjective, network_spec
     from metricfit.optim import minimize
     from metricfit.pairs import sample_pairs
 
@@ -527,7 +528,7 @@ def test_tiny_network_lowers_the_loss_on_digits_pairs():
     images, labels = digits.images[:400] / 16.0, digits.target[:400]
     index, s = sample_pairs(labels, 150, 150, random_state=0)
     pairs = np.stack([images[index[:, 0]], images[index[:, 1]]], axis=1)
-    net = ConvNet(network_spec((8, 8), n_maps=(4, 8, 16), n_outputs=8))
+    net = ConvNetwork(network_spec((8, 8), n_maps=(4, 8, 16), n_outputs=8))
     assert net.spec.c1_kernel == (3, 3)
     objective = SiameseObjective(net, pairs, s, Q=16.0)
     theta0 = net.init(0)
@@ -567,8 +568,8 @@ def test_without_early_stopping_every_pair_trains_and_the_last_epoch_returns(dat
     assert est.threshold_ == copy.deepcopy(est).calibrate_threshold(pairs, y).threshold_
     # with validation pairs: the same run (every pair trains, the same draws), now scored
     val_pairs, val_y = make_image_pairs(40, seed=5)
-    scored = SiameseCNN(**TINY, early_stopping=False).fit(pairs, y,
-                                                        validation_data=(val_pairs, val_y))
+    scored = SiameseCNN(**TINY, early_stopping=False).fit(
+        pairs, y, validation_data=(val_pairs, val_y))
     np.testing.assert_array_equal(scored.params_, est.params_)
     last = max_decision_accuracy(val_y, scored.pair_score(val_pairs))[0]
     assert len(scored.curves_["validation"]) == 4  # the start and 3 epochs

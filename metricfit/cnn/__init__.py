@@ -13,7 +13,7 @@ _kernels
 layers
     Conv2D, Subsample, Dense, Tanh objects (sizes only) and the LeNet-5 connection table.
 network
-    :func:`network_spec` (sizing for any input) and :class:`ConvNet` (flat parameters).
+    :func:`network_spec` (sizing for any input) and :class:`ConvNetwork` (flat parameters).
 objective
     :class:`SiameseObjective`, the mini-batch objective of the two weight-sharing branches
     (its default loss seed 000's eq. 8, from :mod:`metricfit.losses`);
@@ -34,23 +34,25 @@ from ..backend.gaussian import fit_gaussian, gaussian_claims, gaussian_log_densi
 from ..losses import distances as _distances
 from . import objective as _objective
 from .layers import lenet_table
-from .network import ConvNet, NetworkSpec, network_spec
+from .network import ConvNetwork, NetworkSpec, network_spec
 from .objective import SiameseObjective, TrainingObjective
 from .schedule import SCHEDULES, learning_rate_factor
 from ._threads import get_num_threads, num_threads
 
 __all__ = [
-    "ConvNet", "NetworkSpec", "network_spec", "lenet_table", "SiameseObjective",
+    "ConvNetwork", "NetworkSpec", "network_spec", "lenet_table", "SiameseObjective",
     "TrainingObjective", "SCHEDULES", "learning_rate_factor", "fit_gaussian",
     "gaussian_log_density", "gaussian_claims", "num_threads", "get_num_threads",
 ]
 
-# Names of the removed metricfit.cnn.loss, deprecated: (where they went, the object).
+# Deprecated names (of the removed metricfit.cnn.loss, and the renamed network): (where
+# they went, the object).
 _MOVED = {
     "embedding_cost_grad": ("metricfit.losses.square_exponential.embedding_cost_grad (or "
                             "contrastive.embedding_cost_grad)", _objective._seed_000_loss),
     "energy": ("metricfit.losses.distances.energy", _distances.energy),
     "energy_bound": ("metricfit.losses.distances.energy_bound", _distances.energy_bound),
+    "ConvNet": ("metricfit.cnn.ConvNetwork", ConvNetwork),  # the mapping keeps the name
 }
 
 

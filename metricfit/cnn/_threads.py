@@ -25,7 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
 
-__all__ = ["CHUNK", "get_num_threads", "num_threads", "map_chunks", "blas_single_threaded"]
+__all__ = ["CHUNK", "get_num_threads", "num_threads", "map_chunks", "blas_single_threaded",
+           "n_threads"]
 
 CHUNK = 16  # images per task: 8 tasks for a batch of 64 pairs
 _THREADS = contextvars.ContextVar("metricfit_cnn_threads", default=None)
@@ -37,6 +38,14 @@ def get_num_threads():
     """Threads the convnet layers use in this context (>= 1)."""
     n = _THREADS.get()
     return max(1, int(numba.config.NUMBA_NUM_THREADS if n is None else n))
+
+
+def n_threads(n_jobs):
+    """The thread count of an ``n_jobs`` option for :func:`num_threads`: None or -1 ->
+    None (``NUMBA_NUM_THREADS``), else ``n_jobs`` (>= 1, else ValueError)."""
+    if n_jobs is not None and n_jobs != -1 and n_jobs < 1:
+        raise ValueError(f"n_jobs must be None, -1 or >= 1, got {n_jobs}.")
+    return None if n_jobs in (None, -1) else n_jobs
 
 
 @contextlib.contextmanager

@@ -30,7 +30,35 @@ from numbers import Integral, Real
 import numpy as np
 from numba import njit
 
-__all__ = ["random_transforms", "warp_images", "augment_images"]
+__all__ = ["random_transforms", "warp_images", "augment_images", "augment_ranges",
+           "AUGMENT_RANGES"]
+
+AUGMENT_RANGES = ("shift", "scale", "rotation", "flip")
+"""The keys an ``augment`` dict may set (:func:`random_transforms`)."""
+
+
+def augment_ranges(augment, shape):
+    """The keyword ranges of :func:`augment_images` an ``augment`` option asks for (False:
+    None; True: the defaults, ``{}``; a dict: some of :data:`AUGMENT_RANGES`), checked on
+    images of ``shape`` (ValueError).
+
+    Examples
+    --------
+    >>> from metricfit.cnn.augment import augment_ranges
+    >>> augment_ranges(False, (8, 8)), augment_ranges(True, (8, 8))
+    (None, {})
+    >>> augment_ranges({"flip": 0.0}, (8, 8))
+    {'flip': 0.0}
+    """
+    if augment is False:
+        return None
+    ranges = {} if augment is True else dict(augment)
+    unknown = set(ranges) - set(AUGMENT_RANGES)
+    if unknown:
+        raise ValueError(f"augment may set {AUGMENT_RANGES}, got the keys "
+                         f"{sorted(map(str, unknown))}.")
+    random_transforms(0, shape, 0, **ranges)  # checks the ranges (ValueError)
+    return ranges
 
 
 def _check_range(value, name, low, high, high_inclusive=True):

@@ -10,7 +10,7 @@ For a 56x46 input (AT&T at half resolution) the layers are those of the paper::
     C5  conv 5x5, 45 -> 250              1x1  281500  (paper: 312750 = 250 x (50 x 25 + 1))
     F6  full 250 -> 50                          12550
 
-each followed by tanh (fused into the C1, S2, C3 and S4 kernels: ``ConvNet.layers`` holds
+each followed by tanh (fused into the C1, S2, C3 and S4 kernels: ``ConvNetwork.layers`` holds
 tanh layers only after C5 and F6), so ``G_W(X)`` lies in (-1, 1)^50 and the L1 energy is
 bounded by ``Q = 2 * 50`` (seed 000 eq. 8 needs that bound). C5's kernel covers all of S4's
 output, so C5 is a fully connected layer on the flattened S4 maps and runs as one GEMM.
@@ -22,7 +22,7 @@ C1 56x41, S2 28x20, C3 23x15, S4 window 4x3 -> 5x5. 8x8 digits: C1 6x6, S2 3x3, 
 S4 1x1 -> 2x2, C5 2x2 -> 1x1.
 
 All parameters live in one flat vector ``theta`` (what the optimizer moves), laid out layer by
-layer in the order of ``ConvNet.shapes``; the network object holds only sizes.
+layer in the order of ``ConvNetwork.shapes``; the network object holds only sizes.
 """
 
 from dataclasses import asdict, dataclass
@@ -30,11 +30,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._deprecation import deprecated_aliases
 from ._threads import blas_single_threaded
 from ._workspace import empty
 from .layers import Conv2D, Dense, Subsample, Tanh, lenet_table
 
-__all__ = ["NetworkSpec", "network_spec", "ConvNet"]
+__all__ = ["NetworkSpec", "network_spec", "ConvNetwork"]
 
 SMALL_INPUT = 28  # inputs smaller than this on a side get the small kernels
 S4_GRID = 5
@@ -125,7 +126,7 @@ def network_spec(input_shape, n_maps=(15, 45, 250), n_outputs=50, kernel_sizes=N
     return NetworkSpec((h, w), n_maps, int(n_outputs), k1, s2, k3, s4)
 
 
-class ConvNet:
+class ConvNetwork:
     """``G_W``: images (n, H, W) -> embeddings (n, n_outputs) in (-1, 1), flat parameters.
 
     Parameters
@@ -134,7 +135,7 @@ class ConvNet:
 
     Examples
     --------
-    >>> net = ConvNet(network_spec((56, 46)))
+    >>> net = ConvNetwork(network_spec((56, 46)))
     >>> net.n_trainable, net.output_shapes["S4"]
     (302021, (45, 5, 5))
     """
@@ -162,7 +163,7 @@ class ConvNet:
         return self.output_shapes[name]
 
     def __repr__(self):
-        return f"ConvNet({self.spec!r})"
+        return f"ConvNetwork({self.spec!r})"
 
     @property
     def shapes(self):
@@ -276,3 +277,31 @@ class ConvNet:
                     batch = layer.forward(params[name], batch)[0]
                 out[start:start + batch_size] = batch
         return out
+
+
+def network_from_dict(spec):
+    """The :class:`ConvNetwork` of a :meth:`NetworkSpec.to_dict` dict; ValueError when it is
+    not a valid spec."""
+    try:
+        return ConvNetwork(NetworkSpec.from_dict(spec))
+    except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError) as error:
+        raise ValueError(f"is not a valid network spec ({type(error).__name__}: "
+                         f"{error}).") from None
+
+
+def check_same_network(new, fitted, why, n_params=None):
+    """ValueError (starting with ``why``) unless ``new`` is the network ``fitted`` (same input
+    size, same spec; ``n_params`` fitted weights, if given)."""
+    new, fitted, n_new = new.spec, fitted.spec, new.n_params
+    if tuple(new.input_shape) != tuple(fitted.input_shape):
+        raise ValueError(f"{why}: pairs are {new.input_shape[0]}x{new.input_shape[1]} images, "
+                         f"but the network was fitted on {fitted.input_shape[0]}x"
+                         f"{fitted.input_shape[1]} images.")
+    if new.to_dict() != fitted.to_dict() or (n_params is not None and n_params != n_new):
+        raise ValueError(f"{why}, but n_components, n_maps or kernel_sizes changed since the "
+                         f"fit: the network {new.to_dict()} is not the fitted "
+                         f"{fitted.to_dict()}.")
+
+
+# The network was called ConvNet, as the mapping metricfit.mappings.ConvNet that wraps it.
+__getattr__ = deprecated_aliases(__name__, {"ConvNet": ("ConvNetwork", ConvNetwork)})

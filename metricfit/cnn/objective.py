@@ -12,15 +12,19 @@ W, so a mini-batch of B pairs runs as *one* batch of 2B images ``[X1; X2]`` thro
 forward and one backward pass with upstream gradient ``[dJ/da; dJ/db]``: the sum over the two
 subnets is the sum over the stacked batch that the weight-gradient kernels already take.
 
-:class:`TrainingObjective` wraps it for SGD as :class:`~metricfit.learners.siamese_cnn.SiameseCNN`
-trains: weight decay, the learning-rate schedule's factor on each mini-batch gradient, and a
-step counter.
+The wrappers train it with SGD as :class:`~metricfit.learners.siamese_cnn.SiameseCNN` does:
+:class:`WeightDecayed` (decay of the weights, not the biases), :class:`Scheduled` (the
+learning-rate schedule's factor on each mini-batch gradient, and a step counter); a
+:class:`TrainingRecipe` (with the augmentation) is what
+:func:`metricfit.objective.make_objective` applies.
 
 The object follows the batch protocol of :func:`metricfit.optim.minimize_sgd` (``n_pairs``,
 ``labels``, ``batch(theta, rows)``) and its ``__call__`` gives the full objective in chunks.
 """
 
 import functools
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -28,9 +32,11 @@ from ..losses import contrastive, square_exponential
 from ..losses.distances import get_distance
 from ..losses.penalty import add_penalty
 from ._workspace import Workspace
+from .augment import augment_images
 from .schedule import learning_rate_factor
 
-__all__ = ["SiameseObjective", "TrainingObjective"]
+__all__ = ["SiameseObjective", "TrainingObjective", "WeightDecayed", "Scheduled",
+           "TrainingRecipe"]
 
 SEED_000_LOSSES = ("square_exponential", "contrastive")
 
@@ -55,7 +61,7 @@ class SiameseObjective:
 
     Parameters
     ----------
-    net : ConvNet
+    net : ConvNetwork
     pairs : ndarray of shape (n_pairs, 2, H, W), float32 or float64 (the compute dtype)
     s : ndarray of shape (n_pairs,), in {-1, +1}
     chunk_size : int, default=64
@@ -84,8 +90,8 @@ class SiameseObjective:
     differences along a random direction, and a batch of every pair is the full objective:
 
     >>> import numpy as np
-    >>> from metricfit.cnn import ConvNet, SiameseObjective, network_spec
-    >>> net = ConvNet(network_spec((8, 8), n_maps=(2, 3, 4), n_outputs=2))
+    >>> from metricfit.cnn import ConvNetwork, SiameseObjective, network_spec
+    >>> net = ConvNetwork(network_spec((8, 8), n_maps=(2, 3, 4), n_outputs=2))
     >>> rng = np.random.default_rng(0)
     >>> pairs = rng.uniform(size=(6, 2, 8, 8))
     >>> s = np.array([1, 1, 1, -1, -1, -1])
@@ -141,20 +147,100 @@ class SiameseObjective:
         return J, G
 
 
-class TrainingObjective:
-    r"""A siamese objective with weight decay, as SGD trains it with a learning-rate schedule.
+class WeightDecayed:
+    r"""An objective plus weight decay on a mask of its parameters (and on each mini-batch).
 
     .. math::
 
         J_\lambda(\theta) = J(\theta) + \frac{\lambda}{2} \sum_{j \in \mathcal W} \theta_j^2,
         \qquad \nabla J_\lambda = \nabla J + \lambda\, \theta \odot 1_{\mathcal W},
 
-    with :math:`\mathcal W` the entries of ``decay_mask`` (the convolution and full-layer
-    weights, :meth:`~metricfit.cnn.ConvNet.decay_mask`; no biases, no subsampling coefficients). The
-    ``t``-th call of :meth:`batch` (from 0) returns ``J_lambda`` and ``factor_t`` times its
-    gradient, ``factor_t`` the schedule's (:mod:`metricfit.cnn.schedule`): momentum SGD
-    then steps with rate ``learning_rate * factor_t`` for that gradient. ``__call__`` is the
-    plain ``(J_lambda, grad J_lambda)`` (no factor, no step counted).
+    the penalty of :func:`metricfit.losses.penalty.add_penalty` formed in theta's dtype (the
+    solver's float64), with :math:`\mathcal W` the entries of ``decay_mask`` (the convolution
+    and full-layer weights, :meth:`~metricfit.cnn.ConvNetwork.decay_mask`; no biases, no
+    subsampling coefficients).
+
+    Parameters
+    ----------
+    objective : callable with the batch protocol
+    decay_mask : ndarray of bool, shape (n_params,)
+    weight_decay : float >= 0, default=0.0
+        lambda.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.cnn.objective import WeightDecayed
+    >>> class Zero:  # J = 0, with the batch protocol
+    ...     n_pairs, labels = 2, np.array([1, -1])
+    ...     def __call__(self, theta):
+    ...         return 0.0, np.zeros_like(theta)
+    >>> f = WeightDecayed(Zero(), decay_mask=[True, False], weight_decay=2.0)
+    >>> f(np.array([1.0, 3.0]))
+    (1.0, array([2., 0.]))
+    """
+
+    def __init__(self, objective, decay_mask, weight_decay=0.0):
+        self.objective, self.decay_mask = objective, np.asarray(decay_mask, dtype=bool)
+        self.weight_decay = float(weight_decay)
+        self.n_pairs, self.labels = objective.n_pairs, objective.labels
+
+    def _decayed(self, theta, J, G):
+        return add_penalty(J, G, theta, self.weight_decay, mask=self.decay_mask)
+
+    def batch(self, theta, rows):
+        return self._decayed(theta, *self.objective.batch(theta, rows))
+
+    def __call__(self, theta):
+        return self._decayed(theta, *self.objective(theta))
+
+
+class Scheduled:
+    """An objective whose ``t``-th mini-batch gradient (from 0) is scaled by the
+    learning-rate schedule's ``factor_t`` (:mod:`metricfit.cnn.schedule`): momentum SGD then
+    steps with rate ``learning_rate * factor_t``. ``__call__`` is the plain objective (no
+    factor, no step counted).
+
+    Parameters
+    ----------
+    objective : callable with the batch protocol
+    schedule : str, default='constant'
+    steps_per_epoch, max_steps : int, default=1
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.cnn.objective import Scheduled
+    >>> class Slope:  # J = theta, with the batch protocol
+    ...     n_pairs, labels = 2, np.array([1, -1])
+    ...     def batch(self, theta, rows):
+    ...         return float(theta[0]), np.ones(1)
+    >>> f = Scheduled(Slope(), schedule="step", max_steps=4)
+    >>> [float(f.batch(np.zeros(1), None)[1][0]) for _ in range(4)]
+    [1.0, 1.0, 0.1, 0.01]
+    """
+
+    def __init__(self, objective, schedule="constant", steps_per_epoch=1, max_steps=1):
+        self.objective, self.schedule = objective, schedule
+        self.steps_per_epoch, self.max_steps = int(steps_per_epoch), int(max_steps)
+        learning_rate_factor(schedule, 0, self.steps_per_epoch, self.max_steps)  # checks
+        self.n_pairs, self.labels = objective.n_pairs, objective.labels
+        self.step = 0
+
+    def batch(self, theta, rows):
+        factor = learning_rate_factor(self.schedule, self.step, self.steps_per_epoch,
+                                      self.max_steps)
+        self.step += 1
+        J, G = self.objective.batch(theta, rows)
+        return J, (G if factor == 1.0 else G * factor)
+
+    def __call__(self, theta):
+        return self.objective(theta)
+
+
+class TrainingObjective(Scheduled):
+    r"""A siamese objective with weight decay, as SGD trains it with a learning-rate schedule:
+    :class:`Scheduled` around :class:`WeightDecayed`.
 
     Parameters
     ----------
@@ -169,8 +255,8 @@ class TrainingObjective:
     Examples
     --------
     >>> import numpy as np
-    >>> from metricfit.cnn import ConvNet, SiameseObjective, TrainingObjective, network_spec
-    >>> net = ConvNet(network_spec((8, 8), n_maps=(2, 3, 4), n_outputs=2))
+    >>> from metricfit.cnn import ConvNetwork, SiameseObjective, TrainingObjective, network_spec
+    >>> net = ConvNetwork(network_spec((8, 8), n_maps=(2, 3, 4), n_outputs=2))
     >>> pairs = np.random.default_rng(0).uniform(size=(6, 2, 8, 8))
     >>> f = SiameseObjective(net, pairs, np.array([1, 1, 1, -1, -1, -1]))
     >>> train = TrainingObjective(f, net.decay_mask(), weight_decay=0.1, schedule="step",
@@ -191,22 +277,63 @@ class TrainingObjective:
 
     def __init__(self, objective, decay_mask, weight_decay=0.0, schedule="constant",
                  steps_per_epoch=1, max_steps=1):
-        self.objective, self.decay_mask = objective, np.asarray(decay_mask, dtype=bool)
-        self.weight_decay, self.schedule = float(weight_decay), schedule
-        self.steps_per_epoch, self.max_steps = int(steps_per_epoch), int(max_steps)
-        learning_rate_factor(schedule, 0, self.steps_per_epoch, self.max_steps)  # checks
-        self.n_pairs, self.labels = objective.n_pairs, objective.labels
-        self.step = 0
+        super().__init__(WeightDecayed(objective, decay_mask, weight_decay), schedule,
+                         steps_per_epoch, max_steps)
 
-    def _decayed(self, theta, J, G):
-        return add_penalty(J, G, theta, self.weight_decay, mask=self.decay_mask)
 
-    def batch(self, theta, rows):
-        factor = learning_rate_factor(self.schedule, self.step, self.steps_per_epoch,
-                                      self.max_steps)
-        self.step += 1
-        J, G = self._decayed(theta, *self.objective.batch(theta, rows))
-        return J, (G if factor == 1.0 else G * factor)
+@dataclass(frozen=True)
+class TrainingRecipe:
+    """How SGD trains a convnet beyond the loss: the wrappers that
+    :func:`metricfit.objective.make_objective` applies to the siamese objective.
 
-    def __call__(self, theta):
-        return self._decayed(theta, *self.objective(theta))
+    Parameters
+    ----------
+    augment : callable or None, default=None
+        ``augment(images) -> images`` on the stacked images of every mini-batch
+        (:func:`metricfit.cnn.augment.augment_images` with its ranges and generator bound).
+    weight_decay : float, default=0.0
+        lambda of :class:`WeightDecayed` on the network's ``decay_mask``.
+    schedule : str, default='constant'
+    steps_per_epoch, max_steps : int, default=1
+        Of :class:`Scheduled`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.cnn.objective import TrainingRecipe
+    >>> from metricfit.mappings import ConvNet
+    >>> from metricfit.objective import make_objective
+    >>> mapping = ConvNet((8, 8), n_components=2, n_maps=(2, 3, 4))
+    >>> pairs = np.random.default_rng(0).uniform(size=(6, 2, 64))
+    >>> f = make_objective("contrastive", mapping, pairs, np.array([1, 1, 1, -1, -1, -1]),
+    ...                    recipe=TrainingRecipe(weight_decay=0.1, schedule="step"))
+    >>> type(f).__name__
+    'Scheduled'
+    """
+
+    augment: Optional[Callable] = None
+    weight_decay: float = 0.0
+    schedule: str = "constant"
+    steps_per_epoch: int = 1
+    max_steps: int = 1
+
+    def wrap(self, objective, network):
+        """``objective`` with weight decay on ``network``'s weights and the schedule."""
+        return Scheduled(WeightDecayed(objective, network.decay_mask(), self.weight_decay),
+                         self.schedule, self.steps_per_epoch, self.max_steps)
+
+
+def sgd_recipe(augment, rng, weight_decay=0.0, schedule="constant", steps_per_epoch=1,
+               max_epochs=1):
+    """The :class:`TrainingRecipe` of ``max_epochs`` epochs of ``steps_per_epoch`` steps, with
+    the augmentation ranges ``augment`` (None: off; :func:`~metricfit.cnn.augment.
+    augment_ranges`). The augmentation draws from its own generator, seeded from ``rng`` (a
+    RandomState) only when on, so that a fit without it draws exactly what it drew before
+    the option existed."""
+    transform = None
+    if augment is not None:
+        seed = rng.randint(np.iinfo(np.int32).max)
+        transform = functools.partial(augment_images, random_state=np.random.default_rng(seed),
+                                      **augment)
+    return TrainingRecipe(transform, weight_decay, schedule, steps_per_epoch,
+                          max_epochs * steps_per_epoch)

@@ -28,6 +28,7 @@ from ..objective import make_objective
 from ..optim import minimize
 from ..pairs import check_pair_labels, check_points_or_pairs
 from ..pairs.index import check_pair_input, map_pair_vectors, pairs_as_given, score_pairs
+from ..pairs.tags import score_kind
 from ..whitening import WCCN
 from ._base import FittedMappingMixin, PairLearnerMixin, rowwise
 from ._params_doc import SIAMESE_ATTRIBUTES, SIAMESE_PARAMETERS
@@ -75,7 +76,8 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
     >>> same = Siamese(loss="contrastive", loss_params={"margin": 2.0}, n_components=2)
     >>> bool(np.allclose(preset.transform(X[:, 0]), same.fit(X, y).transform(X[:, 0])))
     True
-    >>> preset.components_.shape, preset._score_kind, preset.score(X, y)
+    >>> from metricfit.pairs.tags import score_kind
+    >>> preset.components_.shape, score_kind(preset), preset.score(X, y)
     ((2, 5), 'distance', 1.0)
     """
 
@@ -129,10 +131,12 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
         loss = get_loss(name)
         return loss, loss_params(loss, params)
 
-    @property
-    def _score_kind(self):
-        """'cosine' or 'distance' (how MkNN and the applications read the scores)."""
-        return "cosine" if self._loss()[0].score_kind == "cosine" else "distance"
+    def __metricfit_tags__(self):
+        """The score kind: 'cosine' for a loss that scores by the cosine, else 'distance'
+        (how MkNN, the back-end and the applications read the scores)."""
+        tags = super().__metricfit_tags__()
+        tags.score_kind = "cosine" if self._loss()[0].score_kind == "cosine" else "distance"
+        return tags
 
     # -- fit: validate, start, objective, optimise, unpack ---------------------------------
 
@@ -155,7 +159,7 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
         validate_params(self)
         loss, params = self._loss()
         pairs = check_pair_input(pairs, self.preprocessor,
-                                 reject_zero=self._score_kind == "cosine" or self.normalize)
+                                 reject_zero=score_kind(self) == "cosine" or self.normalize)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         self.n_features_in_ = pairs.shape[2]
         inputs = self._normalised(pairs)

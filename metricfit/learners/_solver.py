@@ -65,14 +65,17 @@ class SolverMixin:
         return report
 
     def _solver_options(self, public, scorer=None, s=None, train=None, validation=None,
-                        solver=None):
+                        solver=None, max_epochs=None):
         """Options of :func:`metricfit.optim.minimize`. For SGD, ``scorer(rows)`` returns
         ``theta -> scores`` of the pairs ``rows`` (gathered once): validation maxDA for early
         stopping (``validation`` None: none) and, on up to 2000 ``train`` pairs (None: no
-        curve), the training curve. ``public(theta)`` is what ``callback`` receives."""
+        curve), the training curve. ``public(theta)`` is what ``callback`` receives.
+        ``max_epochs`` (SGD): count in epochs, at most this many, a check after each."""
         solver = solver or self.solver
-        options = {"max_iter": self._max_iter(solver), "callback": self._on_iteration(public),
-                   "random_state": self.random_state}
+        options = {"max_iter": self._max_iter(solver) if max_epochs is None else max_epochs,
+                   "callback": self._on_iteration(public), "random_state": self.random_state}
+        if max_epochs is not None:
+            options["in_epochs"] = True
         if solver != "sgd":
             return dict(options, tol=self.tol)
         train_rows = np.flatnonzero(train) if train is not None else np.empty(0, dtype=int)
@@ -89,7 +92,8 @@ class SolverMixin:
                     validation=None if validation is None else accuracy_on(
                         np.flatnonzero(validation)),
                     train_score=accuracy_on(train_rows) if train_rows.size else None,
-                    check_every=self.validation_interval, n_iter_no_change=self.n_iter_no_change)
+                    check_every=1 if max_epochs else self.validation_interval,
+                    n_iter_no_change=self.n_iter_no_change)
 
     def _warn_if_failed(self, result, solver=None):
         solver = solver or self.solver

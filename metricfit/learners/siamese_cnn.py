@@ -8,9 +8,6 @@ momentum SGD with early stopping, callbacks, the convergence warning), unpack, c
 threshold on the validation pairs.
 """
 
-import functools
-import inspect
-import json
 from numbers import Integral, Real
 
 import numpy as np
@@ -18,33 +15,35 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._files import read_npz_file
-from .._version import __version__
 from .._validation import Interval, StrOptions, validate_params
-from ..cnn import ConvNet, NetworkSpec, SiameseObjective, num_threads
-from ..cnn.augment import augment_images, random_transforms
-from ..cnn.objective import TrainingObjective
+from ..cnn._threads import n_threads, num_threads
+from ..cnn.network import check_same_network, network_from_dict
+from ..cnn.augment import augment_ranges
+from ..cnn.objective import sgd_recipe
 from ..cnn.schedule import SCHEDULES
 from ..features._images import check_images
-from ..losses import ALIASES, PAIR_LOSSES, get_loss, loss_params
+from ..losses import ALIASES, PAIR_LOSSES, get_loss
 from ..losses.distances import ENERGIES, energy_bound
 from ..mappings import ConvNet as ConvNetMapping
+from ..objective import make_objective
 from ..optim import minimize
+from ..optim.sgd import steps_per_epoch
 from ..pairs import check_pair_labels
+from ..pairs.held_out import identity_held_out_split
 from ._base import PairLearnerMixin, finite_scores, validation_split
 from ._solver import SOLVER_CONSTRAINTS, SolverMixin
+from .persistence import load_estimator, persistable, save_estimator
 
-SAVE_FORMAT = "metricfit.SiameseCNN"
 SAVE_VERSION = 1
-"""The file layout :meth:`SiameseCNN.save` writes (``format`` = ``"metricfit.SiameseCNN/1"``).
-Bump it when the layout changes and keep a reader for every older version in
-:meth:`SiameseCNN.load`; a newer version than this is refused with a clear error."""
+"""The file layout :meth:`SiameseCNN.save` writes (``format`` = ``"metricfit.SiameseCNN/1"``,
+:mod:`metricfit.learners.persistence`). Bump it when the layout changes and keep a reader for
+every older version in ``_restore_fitted``; a newer version than this is refused."""
+
+REQUIRED_ENTRIES = ("params_json", "spec_json", "weights", "threshold", "input_mean",
+                    "input_scale", "energy_bound", "n_iter", "epochs", "curves_json")
 
 
-AUGMENT_RANGES = ("shift", "scale", "rotation", "flip")
-"""The keys an ``augment`` dict may set (:func:`metricfit.cnn.augment.random_transforms`)."""
-
-
+@persistable
 class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     """Siamese convolutional network trained on image pairs (seed 000).
 
@@ -141,7 +140,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     ----------
     params_ : ndarray of shape (n_params,)
         The flat network weights (in ``dtype``).
-    network_ : ConvNet
+    network_ : ConvNetwork
         The fitted network's sizes.
     input_shape_ : tuple (height, width)
     input_mean_, input_scale_ : float
@@ -198,20 +197,12 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
       Face Verification", CVPR 2005 (seed 000).
     """
 
-    @property
-    def _score_kind(self):
-        kind = getattr(get_loss(self.loss), "SCORE_KIND", "")
-        return "cosine" if kind == "cosine" else "distance"
+    def __metricfit_tags__(self):
+        tags = super().__metricfit_tags__()
+        tags.score_kind = "cosine" if get_loss(self.loss).score_kind == "cosine" else "distance"
+        return tags
 
     _pair_input = "images"
-
-    # What SolverMixin reads, counted in epochs (not parameters): SGD only, at most
-    # max_epochs epochs, a validation check after each; _fit turns epochs into steps.
-    solver = "sgd"
-    validation_interval = 1
-
-    def _max_iter(self, solver=None):
-        return self.max_epochs
 
     _parameter_constraints = {
         **{k: SOLVER_CONSTRAINTS[k] for k in (
@@ -291,20 +282,16 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         self
         """
         validate_params(self)
-        with num_threads(self._threads()):
+        with num_threads(n_threads(self.n_jobs)):
             return self._fit(pairs, y, validation_data, groups)
-
-    def _threads(self):
-        if self.n_jobs is not None and self.n_jobs != -1 and self.n_jobs < 1:
-            raise ValueError(f"n_jobs must be None, -1 or >= 1, got {self.n_jobs}.")
-        return None if self.n_jobs in (None, -1) else self.n_jobs
 
     def _fit(self, pairs, y, validation_data, groups):
         pairs = self._validate_images(pairs, ndim=4, what="pairs", fitted=False)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
-        augment = self._augment_ranges(pairs.shape[2:])
-        network = ConvNetMapping(pairs.shape[2:], self.n_components, self.n_maps,
-                                 self.kernel_sizes).network
+        augment = augment_ranges(self.augment, pairs.shape[2:])
+        mapping = ConvNetMapping(pairs.shape[2:], self.n_components, self.n_maps,
+                                 self.kernel_sizes)
+        network = mapping.network
         warm = self._warm_params(network)  # checked before any state changes
         self.input_shape_ = pairs.shape[2:]
         if warm is None:
@@ -317,18 +304,18 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         theta0 = theta0 if warm is None else warm
         (train, s_train), (val, s_val), held_out = self._train_validation(
             pairs, inputs, s, validation_data, groups)
-        steps = -(-len(s_train) // self.batch_size)  # one epoch
-        objective = self._objective(network, train, s_train, steps, augment, rng)
-        options = self._stopping_options(network, val, s_val)
-        # epochs to steps; the batches drawn from the generator that drew the weights
-        options.update(max_iter=options["max_iter"] * steps,
-                       check_every=options["check_every"] * steps, random_state=rng)
+        recipe = sgd_recipe(augment, rng, self.weight_decay, self.learning_rate_schedule,
+                            steps_per_epoch(len(s_train), self.batch_size), self.max_epochs)
+        objective = make_objective(self.loss, mapping, train.reshape(len(train), 2, -1),
+                                   s_train, params=self._loss_params(), recipe=recipe)
+        # the batches drawn from the generator that drew the weights
+        options = dict(self._stopping_options(network, val, s_val), random_state=rng)
         result = minimize(objective, theta0, solver="sgd", **options)
-        self._warn_if_failed(result)
+        self._warn_if_failed(result, solver="sgd")
         self.network_ = network
         self.params_ = result.x.astype(self.dtype)
         self.n_iter_, self.curves_ = int(result.nit), result.curves
-        self.n_epochs_, self.best_epoch_ = result.nit / steps, result.best_step / steps
+        self.n_epochs_, self.best_epoch_ = result.n_epochs, result.best_epoch
         return self.calibrate_threshold(*held_out)._adopt_coding(y)
 
     def _warm_params(self, network):
@@ -337,49 +324,8 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         current parameters) is the fitted network."""
         if not (self.warm_start and hasattr(self, "params_")):
             return None
-        new, fitted = network.spec, self.network_.spec
-        if tuple(new.input_shape) != tuple(fitted.input_shape):
-            raise ValueError(f"warm_start=True: pairs are {new.input_shape[0]}x"
-                             f"{new.input_shape[1]} images, but the network was fitted on "
-                             f"{fitted.input_shape[0]}x{fitted.input_shape[1]} images.")
-        if new.to_dict() != fitted.to_dict() or self.params_.size != network.n_params:
-            raise ValueError("warm_start=True, but n_components, n_maps or kernel_sizes "
-                             f"changed since the fit: the network {new.to_dict()} is not "
-                             f"the fitted {fitted.to_dict()}.")
+        check_same_network(network, self.network_, "warm_start=True", self.params_.size)
         return np.array(self.params_, dtype=self.dtype)
-
-    def _augment_ranges(self, shape):
-        """The keyword ranges of :func:`~metricfit.cnn.augment.augment_images`, or None."""
-        if self.augment is False:
-            return None
-        ranges = {} if self.augment is True else dict(self.augment)
-        unknown = set(ranges) - set(AUGMENT_RANGES)
-        if unknown:
-            raise ValueError(f"augment may set {AUGMENT_RANGES}, got the keys "
-                             f"{sorted(map(str, unknown))}.")
-        random_transforms(0, shape, 0, **ranges)  # checks the ranges (ValueError)
-        return ranges
-
-    def _objective(self, network, train, s_train, steps, augment, rng):
-        """The training objective: the siamese loss on (augmented) mini-batches, with weight
-        decay and the schedule's factor (:class:`metricfit.cnn.objective.TrainingObjective`).
-        The augmentation draws from its own generator, seeded from ``rng`` (only when on, so
-        that a fit without it draws exactly what it drew before the option existed)."""
-        loss = get_loss(self.loss)
-        params = loss_params(loss, self._loss_params())
-        if "validated" in inspect.signature(loss.embedding_cost_grad).parameters:
-            params["validated"] = True
-        transform = None
-        if augment is not None:
-            transform = functools.partial(augment_images,
-                                          random_state=np.random.default_rng(
-                                              rng.randint(np.iinfo(np.int32).max)),
-                                          **augment)
-        siamese = SiameseObjective(network, train, s_train, augment=transform,
-                                   embedding_cost_grad=functools.partial(
-                                       loss.embedding_cost_grad, **params))
-        return TrainingObjective(siamese, network.decay_mask(), self.weight_decay,
-                                 self.learning_rate_schedule, steps, self.max_epochs * steps)
 
     def _train_validation(self, pairs, inputs, s, validation_data, groups):
         """``(train, validation, held_out)``, each ``(pairs, s)``: training and validation
@@ -397,7 +343,8 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         if not self.early_stopping and groups is None:
             return (inputs, s), (None, None), (pairs, s)  # every pair trains
         if groups is not None:
-            train, validation = self._identity_split(groups, s)
+            train, validation = identity_held_out_split(
+                groups, s, self.validation_fraction, self.random_state)
         else:
             advice = ("Give more pairs, change validation_fraction, pass validation_data, "
                       "or set early_stopping=False (every pair trains).")
@@ -409,44 +356,22 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     def _stopping_options(self, network, val, s_val):
         """:meth:`_solver_options` with the validation pairs ``val`` (None: none held out),
         best or last weights as ``early_stopping`` says."""
+        public = lambda theta: theta.astype(self.dtype)  # noqa: E731
         if val is None:
-            options = self._solver_options(lambda theta: theta.astype(self.dtype))
+            options = self._solver_options(public, solver="sgd", max_epochs=self.max_epochs)
             return dict(options, n_iter_no_change=None, restore_best=False)
-        options = self._solver_options(lambda theta: theta.astype(self.dtype),
-                                       self._validation_scorer(network, val), s_val,
-                                       validation=np.ones(len(s_val), dtype=bool))
+        options = self._solver_options(public, self._validation_scorer(network, val), s_val,
+                                       validation=np.ones(len(s_val), dtype=bool),
+                                       solver="sgd", max_epochs=self.max_epochs)
         if not self.early_stopping:
             options.update(n_iter_no_change=None, restore_best=False)
         return options
-
-    def _identity_split(self, groups, s):
-        """Masks (train, validation) of the pairs: ``validation_fraction`` of the identities
-        (at least 2) held out with ``random_state``; pairs within them validate, pairs outside
-        them train."""
-        groups = np.asarray(groups)
-        if groups.shape != (s.shape[0], 2):
-            raise ValueError(f"groups must have shape (n_pairs, 2) = ({s.shape[0]}, 2): the "
-                             f"identity of each image of each pair; got {groups.shape}.")
-        identities = np.unique(groups)
-        n_held = max(2, int(round(self.validation_fraction * identities.size)))
-        if n_held >= identities.size:
-            raise ValueError(f"groups name {identities.size} identities: too few to hold "
-                             f"out {n_held} for validation and train on the others.")
-        held = check_random_state(self.random_state).choice(identities, n_held, replace=False)
-        inside = np.isin(groups, held)  # (n_pairs, 2)
-        validation, train = inside.all(axis=1), ~inside.any(axis=1)
-        for name, mask in (("validation", validation), ("training", train)):
-            if len(np.unique(s[mask])) < 2:
-                raise ValueError(f"the {name} pairs of the identity split (held out: "
-                                 f"{n_held} of {identities.size} identities) lack genuine or "
-                                 f"impostor pairs; pass validation_data instead.")
-        return train, validation
 
     def _loss_params(self):
         """The hyper-parameters the loss takes, among Q, energy and margin (None: Q / 4)."""
         margin = self.energy_bound_ / 4 if self.margin is None else self.margin
         offered = {"Q": self.energy_bound_, "energy": self.energy, "margin": margin}
-        return {k: v for k, v in offered.items() if k in get_loss(self.loss).DEFAULTS}
+        return {k: v for k, v in offered.items() if k in get_loss(self.loss).defaults}
 
     def _pair_scores(self, a, b):
         return get_loss(self.loss).pair_score(a, b, **self._loss_params())
@@ -500,7 +425,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     def _embed(self, X):
         """Embeddings of validated images (..., H, W) -> (..., k)."""
         flat = self._scaled(X.reshape(-1, *X.shape[-2:]))
-        with num_threads(self._threads()):
+        with num_threads(n_threads(self.n_jobs)):
             Z = self.network_.transform(self.params_, flat, self.inference_batch_size)
         return Z.reshape(*X.shape[:-2], -1)
 
@@ -516,24 +441,15 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         embedded = self._embed(pairs)  # (n, 2, k)
         return finite_scores(self._pair_scores(embedded[:, 0], embedded[:, 1]), pairs)
 
-    # -- persistence: arrays and JSON, no pickled code -------------------------------------
+    # -- persistence: arrays and JSON, no pickled code (learners/persistence.py) -----------
+
+    _save_version = SAVE_VERSION
+    _saved_entries = REQUIRED_ENTRIES
 
     def save(self, path):
         """Write the fitted model to an ``.npz`` of arrays (weights, scalars, JSON strings)."""
         check_is_fitted(self)
-        params = self.get_params()
-        if not isinstance(params["random_state"], (Integral, type(None))):
-            params["random_state"] = None  # a RandomState object is not data
-        params["callback"] = None  # nor is a function
-        np.savez(path, format=np.array(f"{SAVE_FORMAT}/{SAVE_VERSION}"),
-                 metricfit_version=np.array(__version__),
-                 params_json=np.array(json.dumps(params)),
-                 spec_json=np.array(json.dumps(self.network_.spec.to_dict())),
-                 weights=self.params_, threshold=self.threshold_, classes=self.classes_,
-                 input_mean=self.input_mean_, input_scale=self.input_scale_,
-                 energy_bound=self.energy_bound_, n_iter=self.n_iter_,
-                 epochs=np.array([self.n_epochs_, self.best_epoch_]),
-                 curves_json=np.array(json.dumps(self.curves_)))
+        save_estimator(self, path)
 
     @classmethod
     def load(cls, path):
@@ -545,118 +461,35 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         JSON or not a number, weights that do not fit the network; each message names the file.
         A missing file is FileNotFoundError.
         """
-        f = read_npz_file(path, what=f"a {SAVE_FORMAT} file from SiameseCNN.save")
-        _check_save_format(f, path)
-        est = cls(**_saved_params(cls, f, path))
-        est.network_ = _saved_network(f, path)
-        est.params_ = _saved_weights(f, path, est.network_.n_params)
-        est.threshold_ = _saved_number(f, "threshold", path, finite=False)
-        est.classes_ = _saved_array(f, "classes", path, (2,)) if "classes" in f \
+        return load_estimator(path, cls)
+
+    def _fitted_entries(self):
+        return dict(spec_json=self.network_.spec.to_dict(), weights=self.params_,
+                    threshold=self.threshold_, classes=self.classes_,
+                    input_mean=self.input_mean_, input_scale=self.input_scale_,
+                    energy_bound=self.energy_bound_, n_iter=self.n_iter_,
+                    epochs=np.array([self.n_epochs_, self.best_epoch_]),
+                    curves_json=self.curves_)
+
+    def _restore_fitted(self, saved):
+        self.network_ = _saved_network(saved)
+        self.params_ = saved.floats("weights", self.network_.n_params,
+                                    "the network of 'spec_json'")
+        self.threshold_ = saved.number("threshold", finite=False)
+        self.classes_ = saved.array("classes", (2,)) if "classes" in saved \
             else np.array([-1, 1])
-        est.input_mean_ = _saved_number(f, "input_mean", path)
-        est.input_scale_ = _saved_number(f, "input_scale", path)
-        est.energy_bound_ = _saved_number(f, "energy_bound", path)
-        est.n_iter_ = int(_saved_number(f, "n_iter", path))
-        est.n_epochs_, est.best_epoch_ = (float(v) for v in _saved_array(f, "epochs", path, (2,)))
-        est.curves_ = _saved_json(f, "curves_json", path)
-        est.input_shape_ = est.network_.spec.input_shape
-        return est
+        self.input_mean_ = saved.number("input_mean")
+        self.input_scale_ = saved.number("input_scale")
+        self.energy_bound_ = saved.number("energy_bound")
+        self.n_iter_ = int(saved.number("n_iter"))
+        self.n_epochs_, self.best_epoch_ = (float(v) for v in saved.array("epochs", (2,)))
+        self.curves_ = saved.json("curves_json")
+        self.input_shape_ = self.network_.spec.input_shape
 
 
-REQUIRED_ENTRIES = ("params_json", "spec_json", "weights", "threshold", "input_mean",
-                    "input_scale", "energy_bound", "n_iter", "epochs", "curves_json")
-
-
-def _check_save_format(f, path):
-    """The ``format`` entry of a saved model (``"metricfit.SiameseCNN/<version>"``) and the
-    presence of the entries that version holds; ``f`` is the dict of the file's arrays."""
-    fmt = str(f["format"]) if "format" in f else ""
-    name, _, version = fmt.partition("/")
-    if name != SAVE_FORMAT:
-        raise ValueError(f"{path} is not a {SAVE_FORMAT} file from SiameseCNN.save "
-                         f"(format entry {fmt!r}).")
-    if not version.isdigit() or int(version) < 1:
-        raise ValueError(f"{path}: unknown {SAVE_FORMAT} format version {version!r}; this "
-                         f"metricfit ({__version__}) reads versions 1 to {SAVE_VERSION}.")
-    if int(version) > SAVE_VERSION:
-        written_by = str(f["metricfit_version"]) if "metricfit_version" in f else "?"
-        raise ValueError(f"{path} was saved in {SAVE_FORMAT} format version {version} (by "
-                         f"metricfit {written_by}); this metricfit ({__version__}) reads "
-                         f"versions 1 to {SAVE_VERSION}: upgrade metricfit to load it.")
-    missing = set(REQUIRED_ENTRIES) - set(f)
-    if missing:
-        raise ValueError(f"{path} lacks the entries {sorted(missing)} of format version "
-                         f"{version}.")
-
-
-def _saved_json(f, key, path):
-    """The JSON object (a dict) in the string entry ``key``, else ValueError naming it."""
-    entry = f[key]
-    if entry.shape != () or entry.dtype.kind != "U":
-        raise ValueError(f"{path}: entry {key!r} must be one JSON string, got an array of "
-                         f"dtype {entry.dtype} and shape {entry.shape}.")
+def _saved_network(saved):
+    """The network of ``spec_json``, else ValueError naming the file."""
     try:
-        value = json.loads(str(entry))
-    except ValueError as error:  # json.JSONDecodeError
-        raise ValueError(f"{path}: entry {key!r} is not valid JSON ({error}).") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{path}: entry {key!r} must hold a JSON object, got "
-                         f"{type(value).__name__}.")
-    return value
-
-
-def _saved_params(cls, f, path):
-    """The constructor parameters of ``params_json``: known names, valid values."""
-    params = _saved_json(f, "params_json", path)
-    unknown = sorted(set(params) - set(cls().get_params()))
-    if unknown:
-        raise ValueError(f"{path}: entry 'params_json' names unknown parameters {unknown}.")
-    params = {k: _tuples(v) for k, v in params.items()}
-    try:
-        validate_params(cls(**params))
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{path}: entry 'params_json': {error}") from None
-    return params
-
-
-def _saved_network(f, path):
-    """The ConvNet of ``spec_json``, else ValueError naming the file."""
-    spec = _saved_json(f, "spec_json", path)
-    try:
-        return ConvNet(NetworkSpec.from_dict(spec))
-    except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError) as error:
-        raise ValueError(f"{path}: entry 'spec_json' is not a valid network spec "
-                         f"({type(error).__name__}: {error}).") from None
-
-
-def _saved_array(f, key, path, shape):
-    """The numeric entry ``key`` of shape ``shape``, else ValueError naming it."""
-    entry = f[key]
-    if entry.shape != shape or entry.dtype.kind not in "biuf":
-        raise ValueError(f"{path}: entry {key!r} must be numeric of shape {shape}, got "
-                         f"dtype {entry.dtype} and shape {entry.shape}.")
-    return entry
-
-
-def _saved_number(f, key, path, finite=True):
-    """The number in the entry ``key`` (finite, or with ``finite=False`` not NaN)."""
-    value = float(_saved_array(f, key, path, ()))
-    if np.isnan(value) or (finite and not np.isfinite(value)):
-        raise ValueError(f"{path}: entry {key!r} must be a finite number, got {value}.")
-    return value
-
-
-def _saved_weights(f, path, n_params):
-    """The flat weight vector: float, 1-D, ``n_params`` long (the network's size), finite."""
-    weights = f["weights"]
-    if weights.dtype.kind != "f" or weights.shape != (n_params,):
-        raise ValueError(f"{path}: entry 'weights' must be {n_params} floats (the network of "
-                         f"'spec_json'), got dtype {weights.dtype} and shape {weights.shape}.")
-    if not np.isfinite(weights).all():
-        raise ValueError(f"{path}: entry 'weights' holds NaN or infinity.")
-    return weights
-
-
-def _tuples(value):
-    """JSON lists back to the tuples they were saved from (nested too)."""
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+        return network_from_dict(saved.json("spec_json"))
+    except ValueError as error:
+        raise saved.fail("spec_json", str(error)) from None

@@ -1,6 +1,6 @@
 r"""The convolutional network of seed 000 as a mapping: ``f(x, theta) = G_W(x)``.
 
-Wraps :class:`metricfit.cnn.network.ConvNet` (C1-S2-C3-S4-C5-F6 on the numba kernels of
+Wraps :class:`metricfit.cnn.network.ConvNetwork` (C1-S2-C3-S4-C5-F6 on the numba kernels of
 :mod:`metricfit.cnn`, sized to the images; the kernels and layers stay there) behind the
 interface every mapping shares: inputs are rows ``X (n, H * W)`` (images flattened in C
 order, so pairs are the toolkit's ``(n_pairs, 2, d)`` arrays and index pairs work unchanged),
@@ -11,8 +11,7 @@ convnet (LeCun et al. 1998, appendix; seed 000 section 3.2), tested by central d
 
 import numpy as np
 
-from ..cnn.network import ConvNet as _Network
-from ..cnn.network import network_spec
+from ..cnn.network import ConvNetwork, network_spec
 from ._base import Mapping, _check_size
 
 __all__ = ["ConvNet"]
@@ -51,8 +50,8 @@ class ConvNet(Mapping):
         self.n_maps = tuple(int(m) for m in n_maps)
         self.kernel_sizes = None if kernel_sizes is None else tuple(kernel_sizes)
         self.n_components = _check_size(n_components, "n_components")
-        self.network = _Network(network_spec(self.input_shape, self.n_maps, self.n_components,
-                                             self.kernel_sizes))
+        self.network = ConvNetwork(network_spec(self.input_shape, self.n_maps,
+                                                self.n_components, self.kernel_sizes))
         self.n_features = int(np.prod(self.input_shape))
 
     def _sizes(self):
@@ -72,7 +71,7 @@ class ConvNet(Mapping):
 
     def init(self, random_state=None):
         """Random weights (std ``1/sqrt(fan_in)``), unit subsampling coefficients, zero
-        biases (:meth:`metricfit.cnn.network.ConvNet.init`); float64 theta."""
+        biases (:meth:`metricfit.cnn.network.ConvNetwork.init`); float64 theta."""
         return self.network.init(random_state)
 
     def _images(self, X):

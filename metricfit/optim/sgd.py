@@ -27,6 +27,18 @@ def _check_options(learning_rate, momentum, batch_size, check_every, n_iter_no_c
         raise ValueError(f"max_iter must be an int >= 0, got {max_iter}.")
 
 
+def steps_per_epoch(n_pairs, batch_size):
+    """Mini-batch steps of one epoch, one pass over ``n_pairs`` pairs: ``ceil(n / batch)``.
+
+    Examples
+    --------
+    >>> from metricfit.optim.sgd import steps_per_epoch
+    >>> steps_per_epoch(100, 32)
+    4
+    """
+    return -(-int(n_pairs) // int(batch_size))
+
+
 def _batch_sampler(fun, batch_size, rng):
     """``draw() -> indices`` of a balanced mini-batch; None when ``fun`` has no batch protocol."""
     if not all(hasattr(fun, name) for name in ("batch", "labels", "n_pairs")):
@@ -46,7 +58,8 @@ def _batch_sampler(fun, batch_size, rng):
 
 def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_state=None,
                  learning_rate=1e-3, momentum=0.99, batch_size=2, validation=None,
-                 check_every=100, n_iter_no_change=20, train_score=None, restore_best=True):
+                 check_every=100, n_iter_no_change=20, train_score=None, restore_best=True,
+                 in_epochs=False):
     r"""Minimise ``fun`` by stochastic gradient descent with momentum and early stopping.
 
     Each step t draws a mini-batch, evaluates its cost J_t and gradient g_t at x_{t-1}, and
@@ -103,6 +116,10 @@ def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_stat
     restore_best : bool, default=True
         With ``validation``, return the best-validation iterate; False: the last finite one
         (validation then only draws its curve and, with ``n_iter_no_change``, stops the run).
+    in_epochs : bool, default=False
+        True: ``max_iter`` and ``check_every`` count epochs, passes over the ``fun.n_pairs``
+        pairs of the batch protocol (:func:`steps_per_epoch` steps each), and the result
+        also holds ``n_epochs`` and ``best_epoch`` (``nit`` and ``best_step`` in epochs).
 
     Returns
     -------
@@ -114,7 +131,8 @@ def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_stat
         cost/gradient/parameters),
         ``success`` (``status == 0``), ``message``, ``curves`` (dict of lists ``step``,
         ``validation``, ``train``; a list stays empty when its callable is not given) and
-        ``best_step`` (the step of the returned x).
+        ``best_step`` (the step of the returned x); with ``in_epochs``, ``n_epochs`` and
+        ``best_epoch``.
 
     References
     ----------
@@ -122,6 +140,8 @@ def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_stat
       Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
     _check_options(learning_rate, momentum, batch_size, check_every, n_iter_no_change, max_iter)
+    steps = steps_per_epoch(fun.n_pairs, batch_size) if in_epochs else 1
+    max_iter, check_every = max_iter * steps, check_every * steps
     if not isinstance(random_state, np.random.Generator):
         random_state = check_random_state(random_state)
     draw = _batch_sampler(fun, int(batch_size), random_state)
@@ -178,9 +198,10 @@ def minimize_sgd(fun, x0, *, max_iter=10000, tol=0.0, callback=None, random_stat
     if validation is None or not restore_best:
         best.update(x=x, step=nit)
     f_best, g_best = fun(best["x"])
+    epochs = {"n_epochs": nit / steps, "best_epoch": best["step"] / steps} if in_epochs else {}
     return OptimizeResult(
         x=best["x"], fun=float(f_best), jac=np.asarray(g_best, dtype=np.float64).ravel(),
         nit=nit, nfev=nfev + 1, status=0 if status == 3 else status,
         success=status in (0, 3), message=_MESSAGES[status], curves=curves,
-        best_step=best["step"],
+        best_step=best["step"], **epochs,
     )
