@@ -87,13 +87,6 @@ class PairInputTags(InputTags):
     pair_input: str = "vectors"
 
 
-def _overrides_legacy_kind(cls):
-    """Whether ``cls`` still declares its kind the old way, a ``_score_kind`` attribute or
-    property of its own (Siamese, SiameseCNN, LDML, NCA until they define
-    ``__metricfit_tags__``): the transitional path, to remove with the alias below."""
-    return cls._score_kind is not PairClassifierMixin.__dict__["_score_kind"]
-
-
 class PairClassifierMixin(ClassifierMixin):
     """A binary classifier of pairs in the user's label coding (scikit-learn's rules).
 
@@ -114,16 +107,7 @@ class PairClassifierMixin(ClassifierMixin):
     def __metricfit_tags__(self):
         """metricfit's tags (:class:`~metricfit.pairs.tags.PairTags`): a subclass sets
         ``score_kind``."""
-        tags = PairTags()
-        if _overrides_legacy_kind(type(self)):  # transitional (issue 25): see below
-            tags.score_kind = self._score_kind
-        return tags
-
-    @property
-    def _score_kind(self):
-        """Transitional alias (issue 25) of ``score_kind(self)`` for code that still reads the
-        former private attribute; will be removed in 0.3."""
-        return score_kind(self)
+        return PairTags()
 
     def decision_function(self, pairs):
         """``pair_score(pairs) - threshold_``: positive means similar."""
