@@ -14,8 +14,8 @@ import json
 import time
 
 import numpy as np
-
 from att_siamese_cnn import image_pairs, load_att_56x46, test_subjects
+
 from metricfit.learners.siamese_cnn import SiameseCNN
 
 RUNS = [{}, {"learning_rate": 1e-3}, {"loss": "contrastive"},

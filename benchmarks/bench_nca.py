@@ -89,10 +89,10 @@ def log(*args):
 
 
 def environment():
-    from threadpoolctl import threadpool_info
     import numba
     import scipy
     import sklearn
+    from threadpoolctl import threadpool_info
 
     pools = [{k: p.get(k) for k in ("user_api", "internal_api", "num_threads", "version",
                                     "architecture")} for p in threadpool_info()]
@@ -176,7 +176,6 @@ def evaluation_vs_bound(X, y, dtype, repeats=5):
 
     t_eval = median_time(lambda: nca.cost_grad(A, X, codes), repeats)
     t_bound = median_time(bound, repeats)
-    del W
     return {"evaluation_s": t_eval, "gemm_bound_s": t_bound, "ratio": t_eval / t_bound}
 
 
@@ -190,7 +189,7 @@ def bench_dataset(name, X, y, iters, rounds):
         t_sk, sk = fit_sklearn(X, y, iters)
         t64, ours64 = fit_ours(X, y, iters, np.float64)
         t32, ours32 = fit_ours(X, y, iters, np.float32)
-        for key, t in zip(times, (t_sk, t64, t32)):
+        for key, t in zip(times, (t_sk, t64, t32), strict=True):
             times[key].append(t / iters)
         log(f"  round {r}: per iteration sklearn f64 {1e3 * t_sk / iters:8.1f} ms, metricfit "
             f"f64 {1e3 * t64 / iters:8.1f} ms, f32 {1e3 * t32 / iters:8.1f} ms")

@@ -266,7 +266,7 @@ def plot(results, modes, path):
         rows = sorted((r["n_pairs"], r["s_per_iter"], r["peak_rss"] / 2**20) for r in results
                       if r["mode"] == m and "error" not in r)
         if rows:
-            n, t, rss = zip(*rows)
+            n, t, rss = zip(*rows, strict=True)
             ax_t.loglog(n, t, "o-", label=m)
             ax_m.loglog(n, rss, "o-", label=m)
     ax_t.set(xlabel="pairs", ylabel="s per L-BFGS iteration")

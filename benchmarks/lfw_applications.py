@@ -34,8 +34,11 @@ import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from metricfit import datasets
-from metricfit.experiments.applications import (complete_linkage_cost_curve, one_exemplar_recognition,
-                                    pairwise_scores)
+from metricfit.experiments.applications import (
+    complete_linkage_cost_curve,
+    one_exemplar_recognition,
+    pairwise_scores,
+)
 from metricfit.features import LBP, SquareRoot
 from metricfit.learners import LDML, TSML, CosineSimilarity
 from metricfit.metrics import max_decision_accuracy

@@ -160,7 +160,7 @@ def identity_balanced_pairs(labels, n_similar, n_dissimilar, random_state=None):
         a = rng.randint(counts[c])
         b = rng.randint(counts[c] - 1)
         b += b >= a  # two distinct positions within the identity
-        for ci, ai, bi in zip(c, a, b):
+        for ci, ai, bi in zip(c, a, b, strict=True):
             i, j = sorted((int(order[starts[ci] + ai]), int(order[starts[ci] + bi])))
             if (i, j) not in seen and len(similar) < n_similar:
                 seen.add((i, j))
@@ -173,7 +173,7 @@ def identity_balanced_pairs(labels, n_similar, n_dissimilar, random_state=None):
         c2 += c2 >= c1  # two distinct identities
         i_all = order[starts[c1] + rng.randint(counts[c1])]
         j_all = order[starts[c2] + rng.randint(counts[c2])]
-        for i, j in zip(i_all, j_all):
+        for i, j in zip(i_all, j_all, strict=True):
             i, j = sorted((int(i), int(j)))
             if (i, j) not in seen and len(dissimilar) < n_dissimilar:
                 seen.add((i, j))
@@ -581,7 +581,7 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def main(argv=None):
+def main(argv=None):  # noqa: C901 (the tables' sequence of runs, one branch per option)
     args = parse_args(argv)
     from threadpoolctl import threadpool_limits
 
@@ -696,7 +696,8 @@ def main(argv=None):
                          cpus=os.cpu_count(), load_average=os.getloadavg()),
         experiments=infos, results=results, sgd=sgd, seed001=seed001,
         summary={setting: {name: dict(zip(("maxda", "maxda_sem"), mean_sem(
-            [r["test_maxda"] for r in recs])), eer=mean_sem([r["test_eer"] for r in recs])[0])
+            [r["test_maxda"] for r in recs]), strict=True),
+            eer=mean_sem([r["test_eer"] for r in recs])[0])
             for name, recs in res.items()} for setting, res in
             dict(results, sgd=sgd, seed001=seed001).items()},
         tables="\n".join(out), total_seconds=total)

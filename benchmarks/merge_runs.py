@@ -14,7 +14,6 @@ one run.
 
 import argparse
 import json
-
 from types import SimpleNamespace
 
 from metricfit.experiments.verification import format_table, merge_score_files, summarise

@@ -21,8 +21,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))  # the package from this checkout, installed or not
 
-import metricfit  # noqa: E402
 import _apigen  # noqa: E402
+
+import metricfit  # noqa: E402
 
 # -- project --------------------------------------------------------------------------------
 project = "metricfit"

@@ -7,14 +7,12 @@ compatible.
 Kernels are compiled by numba on first use, never at import.
 """
 
-from ._version import __version__  # noqa: E402
-
 from . import backend, metrics, pairs  # noqa: E402
-from .learners import (CSML, DDML, LDML, NCA, TSML, CosineSimilarity, MkNN, Siamese,  # noqa: E402
-                       SiameseCNN)
-from .whitening import WCCN, WPCA  # noqa: E402
-from .learners.plda import PLDA  # noqa: E402
+from ._version import __version__  # noqa: E402
 from .backend import LDA, LengthNormalizer  # noqa: E402
+from .learners import CSML, DDML, LDML, NCA, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN  # noqa: E402
+from .learners.plda import PLDA  # noqa: E402
+from .whitening import WCCN, WPCA  # noqa: E402
 
 __all__ = [
     "Siamese", "TSML", "CSML", "DDML", "LDML", "MkNN", "NCA", "CosineSimilarity", "SiameseCNN",

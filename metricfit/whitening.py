@@ -14,10 +14,15 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .pairs.checks import (check_identity_labels, check_representable, check_transformer_input,
-                           largest_magnitude, scale_exponent)
 from ._validation import Interval, PointOutputMixin, validate_params
 from .pairs import check_pair_labels
+from .pairs.checks import (
+    check_identity_labels,
+    check_representable,
+    check_transformer_input,
+    largest_magnitude,
+    scale_exponent,
+)
 from .pairs.index import IndexPairs, check_pair_input, pair_differences
 
 __all__ = ["WPCA", "WCCN"]

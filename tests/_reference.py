@@ -12,7 +12,7 @@ def _regulariser(A, A0, lam):
 def tsml_cost_grad_ref(A, X1, X2, s, lam=0.0, A0=None):
     """Seed 002 eqs. 9-10, pair by pair."""
     J, G = 0.0, np.zeros_like(A)
-    for x, y, si in zip(X1, X2, s):
+    for x, y, si in zip(X1, X2, s, strict=True):
         a, b = A @ x, A @ y
         c = a + si * b
         nc = np.linalg.norm(c)
@@ -27,7 +27,7 @@ def tsml_cost_grad_ref(A, X1, X2, s, lam=0.0, A0=None):
 def csml_cost_grad_ref(A, X1, X2, s, lam=0.0, A0=None):
     """J = mean(-s cos(Ax, Ay)); gradient seed 002 eq. 11, pair by pair."""
     J, G = 0.0, np.zeros_like(A)
-    for x, y, si in zip(X1, X2, s):
+    for x, y, si in zip(X1, X2, s, strict=True):
         a, b = A @ x, A @ y
         na, nb = np.linalg.norm(a), np.linalg.norm(b)
         if na * nb == 0:
@@ -111,9 +111,9 @@ def nca_cost_grad_ref(A, X, y):
         logits = np.array([-np.sum((A @ (X[i] - X[k])) ** 2) for k in others])
         p = np.exp(logits - logits.max())
         p /= p.sum()
-        p_i = sum(p_ik for k, p_ik in zip(others, p) if y[k] == y[i])
+        p_i = sum(p_ik for k, p_ik in zip(others, p, strict=True) if y[k] == y[i])
         J -= p_i
-        for k, p_ik in zip(others, p):
+        for k, p_ik in zip(others, p, strict=True):
             x_ik = X[i] - X[k]
             S += p_i * p_ik * np.outer(x_ik, x_ik)
             if y[k] == y[i]:
@@ -194,7 +194,7 @@ def dense_sift_ref(image, bin_sizes=(4, 6, 8), steps=None):
     """Dense SIFT of one image: every patch of a centred grid, scale by scale, row-major."""
     steps = [2 * b for b in bin_sizes] if steps is None else steps
     out = []
-    for b, s in zip(bin_sizes, steps):
+    for b, s in zip(bin_sizes, steps, strict=True):
         starts = []
         for length in image.shape:
             n = (length - 4 * b) // s + 1

@@ -25,8 +25,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from metricfit import (CSML, DDML, LDML, NCA, PLDA, TSML, CosineSimilarity, MkNN, Siamese,
-                       SiameseCNN)
+from metricfit import CSML, DDML, LDML, NCA, PLDA, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN
 from metricfit.backend import LDA
 from metricfit.learners.fusion import ScoreFusion
 

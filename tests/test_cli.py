@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from metricfit import cli
-from metricfit.experiments import verification
 from metricfit.cli import main
+from metricfit.experiments import verification
 from metricfit.pairs import FoldRotation
 from metricfit.pairs.splits import labelled_folds, unrestricted_train_pairs
 

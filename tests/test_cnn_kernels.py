@@ -3,11 +3,11 @@ finite differences (float64)."""
 
 import numpy as np
 import pytest
+from _reference import central_differences
 from scipy.signal import convolve2d, correlate2d
 
 from metricfit.cnn import _kernels, lenet_table
 from metricfit.cnn.layers import Conv2D, Dense, Subsample, Tanh
-from _reference import central_differences
 
 # -- slow twins ---------------------------------------------------------------------------
 
@@ -135,7 +135,7 @@ def test_conv_backward_matches_twin(conv_case, squash, dtype, rtol):
     got = _kernels.conv2d_backward(X.astype(dtype), W.astype(dtype), table, dY.astype(dtype),
                                    True, None if Y is None else Y.astype(dtype))
     want = conv_backward_twin(X, W, table, dY * (1 - Y * Y) if squash else dY)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert g.dtype == dtype
         np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * np.abs(w).max())
     assert not got[1][table == 0].any()  # unconnected kernels get no gradient

@@ -13,11 +13,10 @@ import warnings
 
 import numpy as np
 import pytest
+from estimator_registry import IMAGE_PAIRS, INDEX_PAIRS, NAMES, POINTS, REGISTRY, Case
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import get_tags
-
-from estimator_registry import IMAGE_PAIRS, INDEX_PAIRS, NAMES, POINTS, REGISTRY, Case
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -170,8 +169,8 @@ def test_labels_coded_zero_one_come_back_zero_one(case):
 
 def test_registry_lists_every_public_estimator():
     import metricfit
-    from metricfit.learners.fusion import ScoreFusion
     from metricfit.learners._base import PairClassifierMixin
+    from metricfit.learners.fusion import ScoreFusion
 
     public = {name for name in metricfit.__all__
               if isinstance(getattr(metricfit, name), type)

@@ -12,10 +12,10 @@ import warnings
 
 import numpy as np
 import pytest
+from test_index_pairs import make_points
 
 from metricfit import TSML
 from metricfit.losses import csml, ddml, ldml, tsml
-from test_index_pairs import make_points
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -140,7 +140,7 @@ def test_two_processes_compiling_into_a_cold_numba_cache(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [proc.communicate(timeout=300) for proc in procs]
-    for proc, (out, err) in zip(procs, outputs):
+    for proc, (_, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err[-2000:]
     assert outputs[0][0] == outputs[1][0] and outputs[0][0].count("\n") == 3
     assert any((tmp_path / "numba_cache").rglob("*.nbi"))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import data_dir
 
 import metricfit.datasets as datasets
-from conftest import data_dir
 from metricfit.datasets import (
     LFWPairs,
     get_data_home,

@@ -6,13 +6,12 @@ import pickle
 
 import numpy as np
 import pytest
+from _reference import convolve_reflect_ref, dense_sift_ref, gabor_ref, gradients_ref, hog_ref
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
 
-from _reference import (convolve_reflect_ref, dense_sift_ref, gabor_ref, gradients_ref,
-                        hog_ref)
 from metricfit.datasets import load_lfw
 from metricfit.features import HOG, DenseSIFT, Gabor, SquareRoot, gabor_kernel
 from metricfit.features._gabor import GaborPlan, gabor_bank, gabor_magnitudes
@@ -80,7 +79,7 @@ def test_hog_equals_skimage(skimage_hog, rng, norm, orientations, cell, block, s
 def test_hog_equals_skimage_on_lfw(skimage_hog, lfw_images):
     images = lfw_images[:: len(lfw_images) // 20][:20].astype(np.float64)
     ours = HOG().fit_transform(images)
-    for image, row in zip(images, ours):
+    for image, row in zip(images, ours, strict=True):
         ref = skimage_hog(image, orientations=9, pixels_per_cell=(8, 8), cells_per_block=(2, 2),
                           block_norm="L2-Hys")
         assert_allclose(row, ref, rtol=2e-6, atol=1e-7)
@@ -90,7 +89,7 @@ def test_hog_equals_skimage_on_lfw(skimage_hog, lfw_images):
 def test_hog_kernel_equals_numpy_twin(rng, norm):
     images = rng.random((3, 26, 23))
     ours = hog_features(images, 7, (4, 3), (2, 2), norm)
-    for image, row in zip(images, ours):
+    for image, row in zip(images, ours, strict=True):
         assert_allclose(row, hog_ref(image, 7, (4, 3), (2, 2), norm), rtol=1e-12, atol=1e-15)
 
 
@@ -195,7 +194,7 @@ def test_dense_sift_kernel_equals_numpy_twin(rng, bin_sizes, steps):
     images = rng.random((2, 21, 19))
     images[1] = rng.integers(0, 4, (21, 19))  # ties and zero gradients
     ours = dense_sift(images, bin_sizes, steps)
-    for image, row in zip(images, ours):
+    for image, row in zip(images, ours, strict=True):
         assert_allclose(row, dense_sift_ref(image, bin_sizes, steps), rtol=1e-12, atol=1e-14)
 
 

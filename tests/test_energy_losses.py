@@ -4,16 +4,23 @@ seed 000 losses of the convnet unchanged; distances and reducers; the registry's
 
 import numpy as np
 import pytest
+from _reference import central_differences as numerical
+from _reference import relative_error
 
 import metricfit.cnn
 from metricfit.cnn.objective import _seed_000_loss
-from metricfit.losses import (PAIR_LOSSES, contrastive, get_loss, loss_params,
-                              signature_cosine, square_exponential, square_square)
+from metricfit.losses import (
+    PAIR_LOSSES,
+    contrastive,
+    get_loss,
+    loss_params,
+    signature_cosine,
+    square_exponential,
+    square_square,
+)
 from metricfit.losses._energy import energy, impostor
 from metricfit.losses.distances import L1Energy, L2Energy, energy_bound, get_distance
 from metricfit.losses.reducers import AvgNonZeroReducer, get_reducer
-from _reference import central_differences as numerical
-from _reference import relative_error
 
 SHAPES = [(7, 3), (5, 1), (4, 6)]  # (n, k)
 LABELS = ["similar", "dissimilar", "mixed"]
@@ -129,7 +136,7 @@ def test_names_of_the_removed_cnn_loss_are_deprecated(name):
         value = getattr(metricfit.cnn, name)
     assert callable(value)
     with pytest.raises(AttributeError):
-        metricfit.cnn.no_such_name
+        _ = metricfit.cnn.no_such_name
 
 
 def test_mean_reducer_is_the_mean_as_before():

@@ -8,8 +8,8 @@ import warnings
 
 import numpy as np
 import pytest
-
 from estimator_registry import NAMES, POINTS, Case
+
 from metricfit import TSML, WCCN, MkNN
 from metricfit.datasets import read_npz
 from metricfit.pairs import check_pair_labels, sample_pairs

@@ -13,14 +13,20 @@ from numbers import Real
 
 import numpy as np
 import pytest
+from estimator_registry import (
+    REGISTRY,
+    Case,
+    identity_points,
+    image_pairs,
+    index_pairs_of,
+    vector_pairs,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import config_context
 
-from estimator_registry import (REGISTRY, Case, identity_points, image_pairs, index_pairs_of,
-                                vector_pairs)
-from metricfit import NCA, PLDA, TSML, WCCN, WPCA, LDML, MkNN, Siamese, SiameseCNN
+from metricfit import LDML, NCA, PLDA, TSML, WCCN, WPCA, MkNN, Siamese, SiameseCNN
 from metricfit.backend import LDA, LengthNormalizer
 from metricfit.learners._base import validation_split
 

@@ -17,7 +17,13 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import metricfit
 from metricfit.datasets import load_lfw
 from metricfit.features import (
-    LBP, OCLBP, SquareRoot, block_histograms, lbp_codes, lbp_histograms, n_windows,
+    LBP,
+    OCLBP,
+    SquareRoot,
+    block_histograms,
+    lbp_codes,
+    lbp_histograms,
+    n_windows,
 )
 from metricfit.features._lbp import uniform_table
 
@@ -132,7 +138,7 @@ def test_block_histograms_equal_numpy_twin(rng, bh, bw, sh, sw):
 def test_stack_kernel_equals_codes_then_histograms(rng):
     images = rng.integers(0, 256, (3, 31, 26)).astype(float)
     got = lbp_histograms(images, 8, 2, 10, 8, 5, 4)
-    for image, row in zip(images, got):
+    for image, row in zip(images, got, strict=True):
         assert_allclose(row, block_histograms(lbp_codes(image, 8, 2), 10, 8, 5, 4), atol=1e-15)
 
 

@@ -53,7 +53,7 @@ def test_fusion_of_independent_scorers_beats_each_alone(folds, bases, method):
     fusion = ScoreFusion(bases, method=method).fit([Av, Bv], yv)  # validation fold only
     fused_acc = fusion.score([At, Bt], yt)
     fused_eer = equal_error_rate(yt, fusion.pair_score([At, Bt]))[0]
-    for (name, est), P in zip(bases, (At, Bt)):
+    for (name, est), P in zip(bases, (At, Bt), strict=True):
         # each base at its best possible (oracle) threshold on the test pairs
         alone_acc = max_decision_accuracy(yt, est.pair_score(P))[0]
         alone_eer = equal_error_rate(yt, est.pair_score(P))[0]
@@ -71,7 +71,7 @@ def test_fusion_of_tsml_on_two_descriptors(folds):
     bases = [("a", TSML(n_components=D_A).fit(A, y)), ("b", TSML(n_components=D_B).fit(B, y))]
     fusion = ScoreFusion(bases, method="svm").fit({"a": Av, "b": Bv}, yv)
     fused = fusion.score({"a": At, "b": Bt}, yt)
-    for (name, est), P in zip(bases, (At, Bt)):
+    for (name, est), P in zip(bases, (At, Bt), strict=True):
         assert fused > est.score(P, yt) + 0.03, name  # base at its own calibrated threshold
 
 
@@ -165,13 +165,14 @@ def test_duplicate_names(folds, bases):
 
 def test_inside_cross_val_score_base_estimators_untouched(folds, bases):
     _, (Av, Bv, yv), (At, Bt, _) = folds
-    before = [est.pair_score(P) for (_, est), P in zip(bases, (At, Bt))]
+    before = [est.pair_score(P) for (_, est), P in zip(bases, (At, Bt), strict=True)]
     estimators = [(bases[0][0], bases[0][1], slice(0, D_A)),
                   (bases[1][0], bases[1][1], slice(D_A, None))]
     fusion = ScoreFusion(estimators, method="logistic")
     scores = cross_val_score(fusion, np.concatenate([Av, Bv], axis=2), yv, cv=3)
     assert scores.shape == (3,) and (scores > 0.7).all()
     twin = clone(fusion)
-    assert all(mine[1] is theirs[1] for mine, theirs in zip(twin.estimators, estimators))
-    for (_, est), P, old in zip(bases, (At, Bt), before):
+    assert all(mine[1] is theirs[1]
+               for mine, theirs in zip(twin.estimators, estimators, strict=True))
+    for (_, est), P, old in zip(bases, (At, Bt), before, strict=True):
         np.testing.assert_array_equal(est.pair_score(P), old)

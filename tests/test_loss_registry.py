@@ -8,13 +8,13 @@ import functools
 
 import numpy as np
 import pytest
+from _reference import central_differences, relative_error
 
 from metricfit import losses
 from metricfit.losses import PAIR_LOSSES, LinearPath, PairLoss, get_loss, loss_params
 from metricfit.losses._spec import SCORE_KINDS
 from metricfit.mappings import Linear, Tanh
 from metricfit.objective import has_fast_path, make_objective
-from _reference import central_differences, relative_error
 
 NAMES = list(PAIR_LOSSES)
 

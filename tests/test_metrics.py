@@ -197,7 +197,7 @@ def test_roc_curve_agrees_with_fa_fr_curve(seed):
     s, scores = make_scores(seed, ties=True)
     far, tar, thresholds = roc_curve((s == 1).astype(int), scores)
     assert thresholds[0] == np.inf
-    for f, t, th in zip(far[1:], tar[1:], thresholds[1:]):
+    for f, t, th in zip(far[1:], tar[1:], thresholds[1:], strict=True):
         assert (f, 1 - t) == pytest.approx(brute_rates(s, scores, th))
     assert roc_curve(s, scores, drop_intermediate=True)[0].size <= far.size
 
@@ -293,8 +293,11 @@ def test_bad_input_raises(func, y, scores, message):
 # --------------------------------------------------------------------------- properties
 
 
+SMALL_INTEGERS = st.integers(-20, 20)
+
+
 @st.composite
-def labelled_scores(draw, elements=st.integers(-20, 20)):
+def labelled_scores(draw, elements=SMALL_INTEGERS):
     genuine = draw(st.lists(elements, min_size=1, max_size=30))
     impostor = draw(st.lists(elements, min_size=1, max_size=30))
     s = np.array([1] * len(genuine) + [-1] * len(impostor))

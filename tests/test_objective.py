@@ -4,6 +4,7 @@ equal to vector pairs; the objectives trust data validated at the estimator's ed
 
 import numpy as np
 import pytest
+from _reference import central_differences, relative_error
 
 import metricfit.losses._linear as linear_module
 import metricfit.mappings.objective as mapped_module
@@ -12,7 +13,6 @@ from metricfit.losses import PAIR_LOSSES
 from metricfit.mappings import MLP, ConvNet, Linear, Tanh
 from metricfit.objective import has_fast_path, make_objective
 from metricfit.pairs.index import IndexPairs
-from _reference import central_differences, relative_error
 
 FAST = ["triangular", "cosine", "ddml"]
 

@@ -42,8 +42,9 @@ def test_unknown_solver():
 
 
 def test_validate_params_messages():
-    from sklearn.base import BaseEstimator
     from numbers import Integral, Real
+
+    from sklearn.base import BaseEstimator
 
     class Toy(BaseEstimator):
         _parameter_constraints = {"k": [Interval(Integral, 1, None), None],

@@ -7,11 +7,11 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
+from test_index_pairs import make_points
 
 from metricfit import DDML, LDML, TSML
 from metricfit.losses import csml, ddml, ldml, tsml
 from metricfit.pairs import index as index_module
-from test_index_pairs import make_points
 
 LOSSES = {"tsml": tsml, "csml": csml, "ddml": ddml}
 

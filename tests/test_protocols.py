@@ -10,10 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import (
-    BaseCrossValidator, GridSearchCV, KFold, check_cv, cross_validate,
+    BaseCrossValidator,
+    GridSearchCV,
+    KFold,
+    check_cv,
+    cross_validate,
 )
 
 from metricfit import TSML
+from metricfit.datasets import lfw_unrestricted_training_pairs, lfw_view2_splitter
 from metricfit.pairs import (
     ENUMERATE_LIMIT,
     FoldRotation,
@@ -27,7 +32,6 @@ from metricfit.pairs import (
     sample_pairs,
     unrestricted_pairs,
 )
-from metricfit.datasets import lfw_unrestricted_training_pairs, lfw_view2_splitter
 
 LFW_NPZ = "lfw_deepfunneled_gray_62x47.npz"
 
@@ -164,7 +168,7 @@ def test_lfw_view2_rotation_matches_verification_protocol(lfw_view2):
     fold = lfw_view2["pairs_view2_fold"]
     rotation = lfw_view2_splitter(lfw_view2["data_home"], n_train_folds=8)
     for (train, val, test), (train_folds, val_fold, test_fold) in zip(
-            rotation.split_with_validation(), paper_rotation()):
+            rotation.split_with_validation(), paper_rotation(), strict=True):
         np.testing.assert_array_equal(train, np.flatnonzero(np.isin(fold, train_folds)))
         np.testing.assert_array_equal(val, np.flatnonzero(fold == val_fold))
         np.testing.assert_array_equal(test, np.flatnonzero(fold == test_fold))
@@ -268,7 +272,7 @@ def test_identity_folds_property(identities, n_folds, seed):
 def all_similar_pairs(identities):
     i, j = np.triu_indices(identities.size, k=1)
     keep = identities[i] == identities[j]
-    return {(a, b) for a, b in zip(i[keep].tolist(), j[keep].tolist())}
+    return {(a, b) for a, b in zip(i[keep].tolist(), j[keep].tolist(), strict=True)}
 
 
 def test_fold_pairs_stay_within_folds_with_the_right_counts(synthetic):
@@ -301,7 +305,7 @@ def test_fold_pairs_reproducible_and_generic_labels():
     first = fold_pairs(identities, folds, 10, 20, random_state=5)
     again = fold_pairs(identities, folds, 10, 20, random_state=5)
     other = fold_pairs(identities, folds, 10, 20, random_state=6)
-    for a, b in zip(first, again):
+    for a, b in zip(first, again, strict=True):
         np.testing.assert_array_equal(a, b)
     assert not np.array_equal(first[0], other[0])
     names = np.array(["id%d" % i for i in identities])

@@ -18,7 +18,6 @@ from metricfit.pairs import FoldRotation
 from metricfit.pairs.splits import labelled_folds
 from metricfit.whitening import WPCA
 
-
 # -- one WPCA at the largest dimension serves every smaller one ----------------------------
 
 @pytest.mark.parametrize("n, d", [(400, 50), (60, 200)])  # covariance and Gram paths

@@ -11,12 +11,11 @@ import warnings
 
 import numpy as np
 import pytest
+from estimator_registry import NAMES, POINTS, Case
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import get_scorer
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score, cross_validate
-
-from estimator_registry import NAMES, POINTS, Case
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

@@ -20,9 +20,8 @@ from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from metricfit import WCCN, WPCA
+from metricfit import LDA, WCCN, WPCA, LengthNormalizer
 from metricfit._validation import check_feature_names
-from metricfit import LDA, LengthNormalizer
 from metricfit.features import HOG, LBP, OCLBP, DenseSIFT, Gabor, SquareRoot
 
 pd = pytest.importorskip("pandas")

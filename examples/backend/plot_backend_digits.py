@@ -21,8 +21,7 @@ from sklearn.pipeline import make_pipeline
 
 from metricfit import PLDA, TSML, WPCA, CosineSimilarity, LengthNormalizer
 from metricfit.backend import LinearCalibration, PAVCalibration, ScoreNormalizer, score_sets
-from metricfit.metrics import (act_dcf, cllr, equal_error_rate, min_cllr, min_dcf,
-                               pav_llr, plot_det)
+from metricfit.metrics import act_dcf, cllr, equal_error_rate, min_cllr, min_dcf, pav_llr, plot_det
 from metricfit.pairs import sample_pairs
 
 X, labels = load_digits(return_X_y=True)

@@ -16,8 +16,12 @@ import numpy as np
 
 from metricfit import TSML, WCCN, WPCA, CosineSimilarity
 from metricfit.datasets import load_att_faces
-from metricfit.metrics import (accuracy_at_threshold, calibrate_threshold, equal_error_rate,
-                               roc_curve)
+from metricfit.metrics import (
+    accuracy_at_threshold,
+    calibrate_threshold,
+    equal_error_rate,
+    roc_curve,
+)
 from metricfit.pairs import identity_folds, sample_pairs
 
 try:

@@ -19,8 +19,14 @@ from scipy.stats import norm
 from sklearn.datasets import load_digits
 
 from metricfit import CSML, DDML, LDML, TSML, WCCN, WPCA, CosineSimilarity
-from metricfit.metrics import (accuracy_at_threshold, calibrate_threshold, equal_error_rate,
-                               fa_fr_curve, max_decision_accuracy, roc_curve)
+from metricfit.metrics import (
+    accuracy_at_threshold,
+    calibrate_threshold,
+    equal_error_rate,
+    fa_fr_curve,
+    max_decision_accuracy,
+    roc_curve,
+)
 from metricfit.pairs import sample_pairs
 
 # An unconstrained LDML metric may have negative eigenvalues: its pair_score uses the full

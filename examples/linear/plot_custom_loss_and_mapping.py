@@ -109,7 +109,7 @@ for name, (loss, mapping, kind) in systems.items():
     theta0 = mapping.init(0)
     few = np.r_[:20, len(y) - 20:len(y)]
     small = MappedObjective(loss, mapping, X1[few], X2[few], y[few], lam=1e-3)
-    error = check_grad(lambda t: small(t)[0], lambda t: small(t)[1], theta0 + 0.05)
+    error = check_grad(lambda t, f=small: f(t)[0], lambda t, f=small: f(t)[1], theta0 + 0.05)
     objective = MappedObjective(loss, mapping, X1, X2, y, lam=1e-3)
     result = minimize(objective, theta0, solver="lbfgs", max_iter=100)
     s = score(mapping, result.x, T1, T2, kind)

@@ -77,7 +77,7 @@ def plot(path, embeddings, y_train, y_test):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(embeddings), figsize=(11, 5))
-    for ax, (name, (Z_train, Z_test)) in zip(axes, embeddings.items()):
+    for ax, (name, (Z_train, Z_test)) in zip(axes, embeddings.items(), strict=True):
         ax.scatter(*Z_train.T, c=y_train, cmap="tab10", s=4, alpha=0.15, vmin=0, vmax=9)
         for digit in range(10):
             Z = Z_test[y_test == digit]

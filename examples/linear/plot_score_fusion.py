@@ -58,7 +58,7 @@ for name, model in base + [("fusion", fusion)]:
                  100 * equal_error_rate(y_test, s)[0]))
     print(f"{name:<10} {rows[-1][1]:10.1f} {rows[-1][2]:8.1f} {rows[-1][3]:6.1f}")
 print("fusion weights of the standardised scores:",
-      ", ".join(f"{name} {w:+.2f}" for (name, _), w in zip(base, fusion.coef_)))
+      ", ".join(f"{name} {w:+.2f}" for (name, _), w in zip(base, fusion.coef_, strict=True)))
 
 fig, ax = plt.subplots(figsize=(5, 3))
 ax.bar([r[0] for r in rows], [r[3] for r in rows])

@@ -50,7 +50,7 @@ search.fit(pairs_train, y_train)
 
 print(f"{'lam':>8} {'mean maxDA':>10} {'std':>7}")
 for lam, mean, std in zip(lams, search.cv_results_["mean_test_score"],
-                          search.cv_results_["std_test_score"]):
+                          search.cv_results_["std_test_score"], strict=True):
     print(f"{lam:8g} {mean:10.3f} {std:7.3f}")
 print("chosen:", search.best_params_)
 

@@ -51,7 +51,7 @@ for name, V in spaces.items():
 # %%
 # Score distributions of the test pairs: whitening pulls the impostor cosines towards zero.
 fig, axes = plt.subplots(1, len(spaces), figsize=(12, 2.8), sharey=True)
-for ax, (name, s) in zip(axes, results.items()):
+for ax, (name, s) in zip(axes, results.items(), strict=True):
     bins = np.linspace(-1, 1, 41)
     ax.hist(s[y_test == 1], bins, alpha=0.6, label="same")
     ax.hist(s[y_test == -1], bins, alpha=0.6, label="different")

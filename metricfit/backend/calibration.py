@@ -25,8 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import metrics
 from .._validation import Interval, StrOptions, validate_params
 from ..metrics.scorers import llr_response
-from ..pairs.checks import (check_labels_and_scores, check_scores, pair_classes,
-                            require_both_classes)
+from ..pairs.checks import check_labels_and_scores, check_scores, pair_classes, require_both_classes
 from ..pairs.tags import PairTags
 
 __all__ = ["LinearCalibration", "PAVCalibration", "CalibratedScorer"]

@@ -118,7 +118,7 @@ def score_sets(learner, enrol, test, method=None):
     if method in ("mean-score", "max-score"):
         reduce = np.mean if method == "mean-score" else np.max
         out = []
-        for e, t in zip(enrol, test):
+        for e, t in zip(enrol, test, strict=True):
             pairs = np.stack([np.repeat(e, t.shape[0], axis=0), np.tile(t, (e.shape[0], 1))],
                              axis=1)
             out.append(reduce(llr_response(learner, pairs)))
@@ -140,7 +140,7 @@ def _gaussian(learner, enrol, test):
     enrol_z, test_z = embedded[:len(enrol)], embedded[len(enrol):]
     log_p = []
     models = {}
-    for e, ze, zt in zip(enrol, enrol_z, test_z):
+    for e, ze, zt in zip(enrol, enrol_z, test_z, strict=True):
         key = e.tobytes()
         if key not in models:
             models[key] = fit_gaussian(ze)

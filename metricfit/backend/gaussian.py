@@ -87,6 +87,6 @@ def gaussian_claims(Z, subjects, is_model, shrinkage=0.5):
             raise ValueError(f"subject {c!r} has no impostor claims to estimate p_impostor.")
         log_p_impostor = logsumexp(log_p[~genuine]) - np.log((~genuine).sum())
         parts.append((log_p - log_p_impostor, genuine, np.full(probe.size, c), probe))
-    score, genuine, claimed, probe = (np.concatenate(p) for p in zip(*parts))
+    score, genuine, claimed, probe = (np.concatenate(p) for p in zip(*parts, strict=True))
     return {"score": score, "prob": expit(score), "genuine": genuine, "claimed": claimed,
             "probe": probe}

@@ -122,7 +122,7 @@ def write_trials(path, enrol_ids, test_ids, y):
     enrol_ids, test_ids = _check_ids(enrol_ids, "enrol_ids"), _check_ids(test_ids, "test_ids")
     s = _trial_labels(y, len(enrol_ids))
     with open(path, "w") as f:
-        for e, t, label in zip(enrol_ids, test_ids, s):
+        for e, t, label in zip(enrol_ids, test_ids, s, strict=True):
             f.write(f"{e} {t} {'target' if label == 1 else 'nontarget'}\n")
 
 
@@ -151,7 +151,7 @@ def write_scores(path, enrol_ids, test_ids, scores):
         raise ValueError("scores contain NaN or infinity.")
     enrol_ids, test_ids = _check_ids(enrol_ids, "enrol_ids"), _check_ids(test_ids, "test_ids")
     with open(path, "w") as f:
-        for e, t, score in zip(enrol_ids, test_ids, scores):
+        for e, t, score in zip(enrol_ids, test_ids, scores, strict=True):
             f.write(f"{e} {t} {float(score)!r}\n")
 
 

@@ -23,7 +23,8 @@ def run(args):
             x1, x2, sd, a = (v.astype(dtype) for v in (X1, X2, s, A))
             z = x1 + sd[:, None] * x2
             objectives = [loss.objective(x1, x2, sd) for loss in (tsml, csml, ddml)]
-            calls = [lambda: (z @ a.T).T @ z] + [functools.partial(f, a) for f in objectives]
+            calls = [lambda z=z, a=a: (z @ a.T).T @ z]
+            calls += [functools.partial(f, a) for f in objectives]
             times = np.empty((args.repeats + 1, len(calls)))  # round 0 warms up (numba)
             for r in range(args.repeats + 1):
                 for i, call in enumerate(calls):

@@ -19,7 +19,7 @@ def run(args):
                if key[1] != "fusion" and (wanted is None or key[1] in wanted)}
     singles = verification.saved_results(columns)
     fused = verification.fuse_saved(columns, args.classifier, select=args.select)
-    experiments = [row + f for row, f in zip(singles, fused)]
+    experiments = [row + f for row, f in zip(singles, fused, strict=True)]
     rows = verification.summarise(experiments)
     how = ("columns, classifier and C chosen by 5-fold CV inside each validation fold"
            if args.select else f"{args.classifier} fusion")

@@ -19,9 +19,17 @@ labelled
     :func:`load_labelled_npz`: a user's labelled images or vectors (``--data PATH.npz``).
 """
 
-from .faces import (LFW_KEYS, LFW_NPZ, lfw_unrestricted_training_pairs,  # noqa: F401
-                    lfw_view2_pairs, lfw_view2_splitter, load_att_faces, load_lfw,
-                    load_lfw_view2, load_yale_faces)
+from .faces import (  # noqa: F401
+                    LFW_KEYS,
+                    LFW_NPZ,
+                    lfw_unrestricted_training_pairs,
+                    lfw_view2_pairs,
+                    lfw_view2_splitter,
+                    load_att_faces,
+                    load_lfw,
+                    load_lfw_view2,
+                    load_yale_faces,
+)
 from .home import ENV_VAR, get_data_home, read_npz  # noqa: F401
 from .labelled import LABELLED_NPZ, load_labelled_npz  # noqa: F401
 from .lfw_files import LFWPairs, lfw_pairs_to_indices, read_lfw_pairs, read_lfw_people

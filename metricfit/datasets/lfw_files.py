@@ -134,7 +134,7 @@ def read_lfw_pairs(path):
         msg = f"header announces {n_folds} x {block} pair lines but {len(body)} follow"
         raise _error(path, lineno, msg)
     rows = [_pair_record(path, i, f, k % block < n_per_class) for k, (i, f) in enumerate(body)]
-    name1, number1, name2, number2 = zip(*rows)
+    name1, number1, name2, number2 = zip(*rows, strict=True)
     index = np.arange(len(rows))
     return LFWPairs(
         name1=np.array(name1, dtype=str), number1=np.array(number1, dtype=np.int64),

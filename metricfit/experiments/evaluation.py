@@ -14,8 +14,14 @@ import numpy as np
 
 from ..backend import ScoreNormalizer
 from ..backend.calibration import LinearCalibration
-from ..metrics import (accuracy_at_threshold, act_dcf, cllr, equal_error_rate,
-                       max_decision_accuracy, min_dcf)
+from ..metrics import (
+    accuracy_at_threshold,
+    act_dcf,
+    cllr,
+    equal_error_rate,
+    max_decision_accuracy,
+    min_dcf,
+)
 
 __all__ = ["Result", "validation_threshold", "result_at_validation_threshold", "fit_and_test",
            "validation_accuracy", "maxda_scorer", "snorm_result"]

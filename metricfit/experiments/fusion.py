@@ -39,11 +39,11 @@ def saved_results(columns):
     """Each saved score column as Results (its test scores at the threshold that maximises its
     validation accuracy), one list per experiment, columns named ``'source:method'``."""
     out = []
-    for e, cells in enumerate(zip(*columns.values())):
+    for cells in zip(*columns.values(), strict=True):
         out.append([result_at_validation_threshold(f"{source}:{method}",
                                                    (c["val_scores"], c["val_y"]),
                                                    (c["scores"], c["y"]))
-                    for (source, method), c in zip(columns, cells)])
+                    for (source, method), c in zip(columns, cells, strict=True)])
     return out
 
 
@@ -117,7 +117,7 @@ def _check_columns(names, sets):
     if len({len(experiments) for experiments in sets}) != 1:
         raise ValueError("the score columns hold different numbers of experiments.")
     numbers = {name: [c.get("experiment") for c in experiments]
-               for name, experiments in zip(names, sets)}
+               for name, experiments in zip(names, sets, strict=True)}
     if len({tuple(n) for n in numbers.values()}) != 1:
         raise ValueError(f"the score columns hold different experiments: {numbers}; fuse runs "
                          "of the same experiments only.")
@@ -138,7 +138,7 @@ def fuse_saved(columns, classifier="svm", select=False):
     names, sets = list(columns), list(columns.values())
     _check_columns(names, sets)
     out = []
-    for e, cells in enumerate(zip(*sets)):
+    for e, cells in enumerate(zip(*sets, strict=True)):
         for key in ("val_y", "y"):
             if any(not np.array_equal(c[key], cells[0][key]) for c in cells):
                 raise ValueError(f"experiment {e}: the columns {names} were not scored on the "

@@ -17,7 +17,7 @@ __all__ = ["summarise", "mean_curves", "format_table", "as_records", "experiment
 def summarise(experiments):
     """Mean and standard error of the mean over experiments, per method, in method order."""
     rows = []
-    for column in zip(*experiments):
+    for column in zip(*experiments, strict=True):
         row = {"method": column[0].method, "n_experiments": len(column)}
         for key in ("accuracy", "maxda", "eer", "min_dcf", "cllr_raw", "cllr", "act_dcf"):
             values = np.array([getattr(r, key) for r in column])
@@ -41,7 +41,7 @@ def mean_curves(experiments, n_points=101):
     Returns ``{"grid": [...], "methods": {name: {"tar", "fa", "fr": [...]}}}``."""
     grid = np.linspace(0.0, 1.0, n_points)
     curves = {}
-    for column in zip(*experiments):
+    for column in zip(*experiments, strict=True):
         tar, fa, fr = [], [], []
         for r in column:
             far, tpr, _ = roc_curve(r.y, r.scores)
@@ -89,5 +89,6 @@ def as_records(experiments, numbers=None):
     its entry in ``numbers`` (default 0, 1, ...: the position)."""
     keys = [f.name for f in fields(Result) if f.metadata.get("json", True)]
     return [dict({k: getattr(r, k) for k in keys}, experiment=e)
-            for e, results in zip(experiment_numbers(experiments, numbers), experiments)
+            for e, results in zip(experiment_numbers(experiments, numbers), experiments,
+                                  strict=True)
             for r in results]

@@ -21,8 +21,13 @@ from ..whitening import WPCA
 from .evaluation import snorm_result
 from .fusion import fuse
 from .methods import DEFAULT_METHODS, takes_images
-from .selection import (DEFAULT_DIMS, DEFAULT_LAMS, image_method_and_test, select_all_and_test,
-                        select_and_test)
+from .selection import (
+    DEFAULT_DIMS,
+    DEFAULT_LAMS,
+    image_method_and_test,
+    select_all_and_test,
+    select_and_test,
+)
 
 __all__ = ["ExperimentConfig", "run_experiment", "run_folds", "run_lfw_restricted",
            "run_digits"]
@@ -90,7 +95,7 @@ def _old_style(function, order, args, kwargs, **defaults):
                   "instead", FutureWarning, stacklevel=3)
     if len(args) > len(order):
         raise TypeError(f"{function} takes at most {len(order)} settings, got {len(args)}.")
-    named = dict(zip(order, args))
+    named = dict(zip(order, args, strict=False))  # the first len(args) settings
     twice = sorted(named.keys() & kwargs.keys())
     unknown = sorted(kwargs.keys() - set(order))
     if twice or unknown:

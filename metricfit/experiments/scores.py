@@ -33,7 +33,7 @@ def save_scores(path, experiments, source, numbers=None):
     Keys are ``'{source}/{method}/{experiment}/{val_scores|val_y|scores|y}'``, ``experiment``
     the experiment's number in ``numbers`` (default 0, 1, ...)."""
     columns = {}
-    for e, results in zip(experiment_numbers(experiments, numbers), experiments):
+    for e, results in zip(experiment_numbers(experiments, numbers), experiments, strict=True):
         for r in results:
             cells = {key: getattr(r, key) for key in SCORE_FIELDS}
             columns.setdefault((source, r.method), []).append(dict(cells, experiment=e))

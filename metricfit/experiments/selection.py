@@ -16,8 +16,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 
-from ..pairs.rows import l2_normalize
 from ..pairs import ValidationSplit, check_points_or_pairs
+from ..pairs.rows import l2_normalize
 from .evaluation import fit_and_test, maxda_scorer, validation_accuracy
 from .methods import has_lam, make_method
 

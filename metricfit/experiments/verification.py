@@ -35,21 +35,68 @@ The pairs of the protocols are drawn in :mod:`metricfit.pairs.splits` (``labelle
 import warnings
 
 from ..pairs import splits as _splits
-from .evaluation import (Result, fit_and_test, maxda_scorer, result_at_validation_threshold,
-                         snorm_result, validation_accuracy, validation_threshold)
-from .fusion import (FUSION_COLUMNS, FUSION_CS, TopColumns, fuse, fuse_saved, fusion_search,
-                     saved_results)
-from .methods import (ALIASES, CNN_RECIPE, DEFAULT_METHODS, IMAGE_METHODS, METHODS, REGISTRY,
-                      SIMILAR_ONLY, MethodSpec, has_lam, make_method, resolve_methods,
-                      takes_images)
+from .evaluation import (
+    Result,
+    fit_and_test,
+    maxda_scorer,
+    result_at_validation_threshold,
+    snorm_result,
+    validation_accuracy,
+    validation_threshold,
+)
+from .fusion import (
+    FUSION_COLUMNS,
+    FUSION_CS,
+    TopColumns,
+    fuse,
+    fuse_saved,
+    fusion_search,
+    saved_results,
+)
+from .methods import (
+    ALIASES,
+    CNN_RECIPE,
+    DEFAULT_METHODS,
+    IMAGE_METHODS,
+    METHODS,
+    REGISTRY,
+    SIMILAR_ONLY,
+    MethodSpec,
+    has_lam,
+    make_method,
+    resolve_methods,
+    takes_images,
+)
 from .report import as_records, experiment_numbers, format_table, mean_curves, summarise
-from .runs import (DIGITS_CONFIG, ExperimentConfig, run_digits, run_experiment, run_folds,
-                   run_lfw_restricted)
-from .scores import (SCORE_FIELDS, SCORES_FILE, load_scores, merge_score_files, save_scores,
-                     write_score_columns)
-from .selection import (DEFAULT_DIMS, DEFAULT_LAMS, LeadingComponents, Selection,
-                        choose_variant, image_method_and_test, select, select_all_and_test,
-                        select_and_test, select_lambda, selection_pipeline)
+from .runs import (
+    DIGITS_CONFIG,
+    ExperimentConfig,
+    run_digits,
+    run_experiment,
+    run_folds,
+    run_lfw_restricted,
+)
+from .scores import (
+    SCORE_FIELDS,
+    SCORES_FILE,
+    load_scores,
+    merge_score_files,
+    save_scores,
+    write_score_columns,
+)
+from .selection import (
+    DEFAULT_DIMS,
+    DEFAULT_LAMS,
+    LeadingComponents,
+    Selection,
+    choose_variant,
+    image_method_and_test,
+    select,
+    select_all_and_test,
+    select_and_test,
+    select_lambda,
+    selection_pipeline,
+)
 
 __all__ = [
     # methods

@@ -173,7 +173,7 @@ def dense_sift(images, bin_sizes=(4, 6, 8), steps=None):
                          f"{bin_sizes.tolist()}, steps {steps.tolist()}.")
     rows, cols = images.shape[1:]
     n_patches = 0
-    for b, s in zip(bin_sizes, steps):
+    for b, s in zip(bin_sizes, steps, strict=True):
         (_, n_r), (_, n_c) = grid(rows, b, s), grid(cols, b, s)
         if n_r * n_c == 0:
             raise ValueError(f"A patch of {N_CELLS * b} pixels (bin size {b}) does not fit in "

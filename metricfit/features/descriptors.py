@@ -21,12 +21,16 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
+
 from .._validation import Interval, StrOptions
 from ._blocks import n_windows
 from ._gabor import GaborPlan, gabor_bank, gabor_magnitudes
 from ._hog import NORMS, hog_features, hog_shape
 from ._images import _ImageDescriptor
 from ._sift import DIM, dense_sift, grid
+
+#: Gabor's default ratio of consecutive scales (a module constant: defaults are values).
+SQRT2 = math.sqrt(2)
 
 __all__ = ["DenseSIFT", "Gabor", "HOG"]
 
@@ -198,7 +202,7 @@ class DenseSIFT(_ImageDescriptor):
 
     def _dimension(self, height, width, c):
         return DIM * sum(grid(height, b, s)[1] * grid(width, b, s)[1]
-                         for b, s in zip(c["bin_sizes"], c["steps"]))
+                         for b, s in zip(c["bin_sizes"], c["steps"], strict=True))
 
     def _describe(self, images):
         return dense_sift(images, **self.config_)
@@ -275,7 +279,7 @@ class Gabor(_ImageDescriptor):
     }
 
     def __init__(self, n_scales=5, n_orientations=8, max_frequency=0.25,
-                 scale_factor=math.sqrt(2), sigma_factor=1.0, n_stds=3, block_size=(10, 10),
+                 scale_factor=SQRT2, sigma_factor=1.0, n_stds=3, block_size=(10, 10),
                  zero_mean=True):
         self.n_scales = n_scales
         self.n_orientations = n_orientations

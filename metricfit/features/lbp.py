@@ -26,6 +26,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
+
 from .._validation import Interval
 from ._blocks import lbp_histograms, n_windows
 from ._images import _ImageDescriptor
@@ -85,7 +86,7 @@ class _BlockLBP(_ImageDescriptor):
         out = np.empty((images.shape[0], self.n_features_out_))
         start = 0
         for (bh, bw, sh, sw, radius, points), dim in zip(
-                self.windows_, _dimensions(*self.image_shape_, self.windows_)):
+                self.windows_, _dimensions(*self.image_shape_, self.windows_), strict=True):
             lbp_histograms(images, points, radius, bh, bw, sh, sw, out=out, offset=start)
             start += dim
         return out

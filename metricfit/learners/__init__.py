@@ -6,14 +6,13 @@ Each learner declares the kind of its scores (:data:`~metricfit.pairs.tags.SCORE
 """
 
 from ..pairs.tags import PairTags, final_step, score_kind
-
+from ._siamese import Siamese
 from .cosine import CosineSimilarity
 from .csml import CSML
 from .ddml import DDML
 from .fusion import ScoreFusion
 from .ldml import LDML
 from .mknn import MkNN
-from ._siamese import Siamese
 from .nca import NCA
 from .siamese_cnn import SiameseCNN
 from .tsml import TSML

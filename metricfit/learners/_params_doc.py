@@ -21,8 +21,9 @@ SIAMESE_PARAMETERS = """
         fitted :class:`~metricfit.backend.LDA` or :class:`~metricfit.PLDA`), or one without
         them yet, which a clone of is fitted on the training pairs and labels (note that
         scikit-learn's ``clone``, e.g. in ``GridSearchCV``, un-fits an estimator parameter,
-        so there it is refitted on each training set). Non-linear: 'auto' draws Glorot-uniform weights (seed 004
-        eq. 13) and the regulariser pulls towards 0; an array is a flat parameter vector.
+        so there it is refitted on each training set). Non-linear: 'auto' draws
+        Glorot-uniform weights (seed 004 eq. 13) and the regulariser pulls towards 0; an array
+        is a flat parameter vector.
     lam : float, default=1e-3
         lambda, the weight of ``1/2 ||W - W0||^2``.
     similar_only : bool, default=False

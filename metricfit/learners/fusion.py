@@ -25,8 +25,8 @@ from sklearn.svm import LinearSVC
 from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import PairClassifierMixin
 from ..pairs import check_pair_labels, check_pairs
+from ._base import PairClassifierMixin
 
 __all__ = ["ScoreFusion", "fusion_model", "stack_scores"]
 
@@ -136,7 +136,7 @@ def stack_scores(estimators, inputs):
     """
     checked = _check_estimators(estimators)
     columns, n_pairs = [], None
-    for (name, est, selector), pairs in zip(checked, _route(checked, inputs)):
+    for (name, est, selector), pairs in zip(checked, _route(checked, inputs), strict=True):
         pairs = _select(pairs, selector, name, est)
         if n_pairs is None:
             n_pairs = len(pairs)

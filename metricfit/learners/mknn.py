@@ -13,8 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import Interval, validate_params
 from ..metrics import calibrate_threshold
 from ..pairs import check_pairs, check_points, sample_pairs
-from ..pairs.checks import (SAFE_EXPONENT, check_identity_labels, largest_magnitude,
-                            scale_exponent)
+from ..pairs.checks import SAFE_EXPONENT, check_identity_labels, largest_magnitude, scale_exponent
 from ..pairs.tags import score_kind
 from ._base import PairLearnerMixin
 

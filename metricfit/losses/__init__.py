@@ -28,8 +28,19 @@ from types import ModuleType
 
 import numpy as np
 
-from . import (contrastive, csml, ddml, distances, ldml, penalty, reducers, signature_cosine,
-               square_exponential, square_square, tsml)
+from . import (
+    contrastive,
+    csml,
+    ddml,
+    distances,
+    ldml,
+    penalty,
+    reducers,
+    signature_cosine,
+    square_exponential,
+    square_square,
+    tsml,
+)
 from ._spec import LinearPath, PairLoss
 
 PAIR_LOSSES = {spec.name: spec for spec in (

@@ -52,17 +52,17 @@ import math
 import numpy as np
 from numba import njit
 
+from ._index import IndexPairObjective
 from ._linear import (
     CHUNK_SIZE,
     PreparedObjective,
     check_components,
     check_pair_data,
 )
-from ._scores import squared_distances
-from ._index import IndexPairObjective
-from .penalty import add_penalty
-from ._spec import LinearPath, PairLoss
 from ._linear import embedding_cost_grad as _embedding_cost_grad
+from ._scores import squared_distances
+from ._spec import LinearPath, PairLoss
+from .penalty import add_penalty
 
 __all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "pair_score",
            "DEFAULTS"]

@@ -42,18 +42,18 @@ the minimum-norm subgradient, so cost and gradient stay finite: the pair then co
 import numpy as np
 from numba import njit
 
+from ._index import IndexPairObjective
 from ._linear import (
     CHUNK_SIZE,
     PreparedObjective,
     check_components,
     check_pair_data,
     composed_cost_grad,
+    cosine_scores,
 )
-from ._index import IndexPairObjective
-from .penalty import add_penalty
-from ._spec import LinearPath, PairLoss
-from ._linear import cosine_scores
 from ._linear import embedding_cost_grad as _embedding_cost_grad
+from ._spec import LinearPath, PairLoss
+from .penalty import add_penalty
 
 __all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "pair_score",
            "DEFAULTS"]

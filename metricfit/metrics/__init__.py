@@ -15,15 +15,40 @@ FAR / FRR, thresholds), :mod:`.cost` (DCF, Cllr, PAV, ROCCH), :mod:`.det` (DET c
 and :mod:`.scorers` (scorers for model selection).
 """
 
-from .cost import (DCF_PRESETS, act_dcf, bayes_threshold, cllr, min_cllr, min_dcf, pav_llr,
-                   roc_convex_hull)
+from .cost import (
+                   DCF_PRESETS,
+                   act_dcf,
+                   bayes_threshold,
+                   cllr,
+                   min_cllr,
+                   min_dcf,
+                   pav_llr,
+                   roc_convex_hull,
+)
 from .det import DET_TICKS, det_curve, plot_det  # noqa: F401 (DET_TICKS: the CLI's plot)
-from .rates import (THRESHOLD_STRATEGIES, accuracy_at_threshold, calibrate_threshold,  # noqa: F401
-                    equal_error_rate, fa_fr_curve, false_reject_at_false_accept, fnmr_at_fmr,
-                    max_decision_accuracy, roc_curve)
-from .scorers import (get_scorer, llr_response, max_accuracy_scorer,  # noqa: F401 (llr_response)
-                      neg_act_dcf_scorer, neg_cllr_scorer, neg_eer_scorer, neg_fmr100_scorer,
-                      neg_fmr1000_scorer, neg_min_cllr_scorer, neg_min_dcf_scorer)
+from .rates import (  # noqa: F401
+                   THRESHOLD_STRATEGIES,
+                   accuracy_at_threshold,
+                   calibrate_threshold,
+                   equal_error_rate,
+                   fa_fr_curve,
+                   false_reject_at_false_accept,
+                   fnmr_at_fmr,
+                   max_decision_accuracy,
+                   roc_curve,
+)
+from .scorers import (  # noqa: F401 (llr_response)
+                   get_scorer,
+                   llr_response,
+                   max_accuracy_scorer,
+                   neg_act_dcf_scorer,
+                   neg_cllr_scorer,
+                   neg_eer_scorer,
+                   neg_fmr100_scorer,
+                   neg_fmr1000_scorer,
+                   neg_min_cllr_scorer,
+                   neg_min_dcf_scorer,
+)
 
 __all__ = [
     "max_decision_accuracy",

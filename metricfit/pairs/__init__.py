@@ -40,10 +40,18 @@ rows, tags
     tag every pair learner declares (:func:`metricfit.pairs.tags.score_kind`).
 """
 
-from .checks import (FLOAT_DTYPES, check_pair_labels, check_pairs, check_points,  # noqa: F401
-                     check_points_or_pairs)
+from .checks import (  # noqa: F401
+                     FLOAT_DTYPES,
+                     check_pair_labels,
+                     check_pairs,
+                     check_points,
+                     check_points_or_pairs,
+)
 from .generation import (  # noqa: F401
-    ENUMERATE_LIMIT, fold_pairs, sample_pairs, unrestricted_pairs,
+                     ENUMERATE_LIMIT,
+                     fold_pairs,
+                     sample_pairs,
+                     unrestricted_pairs,
 )
 from .identity import IdentityDisjointPairSplit, identity_folds
 from .index import IndexPairs, check_pair_input

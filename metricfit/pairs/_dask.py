@@ -27,7 +27,12 @@ except ImportError as exc:  # pragma: no cover (the core never needs Dask)
                       "pip install 'metricfit[dask]'") from exc
 
 from .index import (
-    POINT_BLOCK_BYTES, SerialPasses, check_chunk_size, gradient_rows, is_dask, pair_blocks,
+    POINT_BLOCK_BYTES,
+    SerialPasses,
+    check_chunk_size,
+    gradient_rows,
+    is_dask,
+    pair_blocks,
 )
 
 __all__ = ["DaskPasses", "PAIRS_PER_TASK"]
@@ -55,7 +60,7 @@ def _pair_part(E, index, s, width, pair_block, args, chunk_size):
 def _sum(*parts):
     """Sum of arrays or of (totals, R) tuples, in the order given."""
     if isinstance(parts[0], tuple):
-        return tuple(_sum(*column) for column in zip(*parts))
+        return tuple(_sum(*column) for column in zip(*parts, strict=True))
     total = parts[0].copy() if isinstance(parts[0], np.ndarray) else parts[0]
     for part in parts[1:]:
         total = total + part
@@ -122,7 +127,7 @@ class DaskPasses:
         self._starts = np.cumsum((0,) + self.points.chunks[0])
         self._x_blocks = list(self.points.to_delayed().ravel())
         self._pair_chunks = list(zip(self.index.to_delayed().ravel(),
-                                     self.labels.to_delayed().ravel()))
+                                     self.labels.to_delayed().ravel(), strict=True))
 
     def run(self, theta, embed, pair_block, args, width, back=None):
         """``(totals, G)`` as :meth:`SerialPasses.run`, computed on the Dask scheduler."""
@@ -136,7 +141,7 @@ class DaskPasses:
         reduced = _tree_sum(parts)  # (totals, R)
         blocks = [dask.delayed(back, pure=True)(reduced[1][start:stop], X, theta)
                   for start, stop, X in zip(self._starts[:-1], self._starts[1:],
-                                            self._x_blocks)]
+                                            self._x_blocks, strict=True)]
         return dask.compute(reduced[0], _tree_sum(blocks))
 
     def subset(self, indices):

@@ -82,7 +82,7 @@ def _identity_groups(labels):
     """(members of each identity as sorted row indices, number of identities)."""
     order = np.argsort(labels, kind="stable")
     _, starts, sizes = np.unique(labels[order], return_index=True, return_counts=True)
-    return [np.sort(order[a:a + m]) for a, m in zip(starts, sizes)]
+    return [np.sort(order[a:a + m]) for a, m in zip(starts, sizes, strict=True)]
 
 
 def _identity_balanced_similar(labels, count, rng):
@@ -118,7 +118,7 @@ def _identity_balanced_dissimilar(labels, count, rng):
         c1 = rng.randint(len(groups), size=m)
         c2 = rng.randint(len(groups) - 1, size=m)
         c2 += c2 >= c1  # two distinct identities
-        for a, b in zip(c1, c2):
+        for a, b in zip(c1, c2, strict=True):
             i = groups[a][rng.randint(sizes[a])]
             j = groups[b][rng.randint(sizes[b])]
             pair = (min(i, j), max(i, j))
@@ -133,7 +133,7 @@ def _within_class_pairs(labels):
     order = np.argsort(labels, kind="stable")
     _, starts, counts = np.unique(labels[order], return_index=True, return_counts=True)
     blocks = [np.empty((0, 2), np.int64)]
-    for start, count in zip(starts, counts):
+    for start, count in zip(starts, counts, strict=True):
         if count > 1:
             i, j = np.triu_indices(count, k=1)
             members = np.sort(order[start:start + count])

@@ -27,10 +27,22 @@ Dask map-reduce (:mod:`metricfit.pairs._dask`) when the points or the index are 
 
 import numpy as np
 
-from ._index_pairs import (IndexPairs, NormalisedRows, _streamed,  # noqa: F401
-                           check_chunk_size, gradient_rows, is_dask, is_index_pairs,
-                           largest_entry, map_pair_vectors, normalised_points, pair_blocks,
-                           pairs_as_given, read_rows, scatter_add_rows)
+from ._index_pairs import (  # noqa: F401
+    IndexPairs,
+    NormalisedRows,
+    _streamed,
+    check_chunk_size,
+    gradient_rows,
+    is_dask,
+    is_index_pairs,
+    largest_entry,
+    map_pair_vectors,
+    normalised_points,
+    pair_blocks,
+    pairs_as_given,
+    read_rows,
+    scatter_add_rows,
+)
 from .checks import FLOAT_DTYPES, check_pair_labels, check_pairs, check_points, float_dtype
 from .identity import similar_pair_classes  # noqa: F401
 

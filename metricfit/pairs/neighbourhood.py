@@ -89,7 +89,7 @@ def _draw_non_edges(n, count, edge, rng):
     while len(chosen) < count:
         size = 2 * (count - len(chosen)) + 16
         i, j = rng.randint(0, n, size), rng.randint(0, n, size)
-        for a, b in zip(np.minimum(i, j).tolist(), np.maximum(i, j).tolist()):
+        for a, b in zip(np.minimum(i, j).tolist(), np.maximum(i, j).tolist(), strict=True):
             if a != b and (a, b) not in edge and (a, b) not in chosen:
                 chosen.add((a, b))
                 if len(chosen) == count:

@@ -9,8 +9,6 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
 from test_siamese_cnn import TINY, make_image_pairs  # noqa: E402
