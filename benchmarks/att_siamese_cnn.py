@@ -115,7 +115,7 @@ def evaluate(Z, subjects, image_index, shrinkage=0.5, gaussian=True, kind="l1"):
     probe, claimed, genuine = claims(subjects, is_model)
     min_energy = np.array([
         -energy(np.repeat(Z[p][None], N_MODEL, 0), Z[(subjects == c) & is_model], kind)[0].min()
-        for p, c in zip(probe, claimed)])
+        for p, c in zip(probe, claimed, strict=True)])
     i, j = np.triu_indices(len(Z), k=1)
     result = {
         "n_genuine_claims": int(genuine.sum()),
@@ -242,7 +242,7 @@ def ensemble(split, images, labels, image_index, args):
     the validation subjects of ``--seed`` (as ``--validation subjects`` drew them)."""
     members = [SiameseCNN.load(Path(d) / f"att_split{split}.npz") for d in args.ensemble]
     test = np.isin(labels, test_subjects(split))
-    Z, kinds = zip(*(embed(est, images[test]) for est in members))
+    Z, kinds = zip(*(embed(est, images[test]) for est in members), strict=True)
     if len(set(kinds)) != 1:
         raise ValueError(f"the members compare embeddings differently: {kinds}")
     result = evaluate(np.hstack(Z), labels[test], image_index[test], args.shrinkage,
@@ -279,14 +279,15 @@ def summarise(results, extra_rules=()):
                   (("pixels", "pair_energy"), "raw pixels, pair L1 distance, same pairs")]
     rules += list(extra_rules)
     for key, name in rules:
-        get = (lambda r: r[key[0]][key[1]]) if isinstance(key, tuple) else (lambda r: r[key])
+        get = ((lambda r, key=key: r[key[0]][key[1]]) if isinstance(key, tuple)
+               else (lambda r, key=key: r[key]))
         for r in results:
             if r["split"] == N_SPLITS - 1:
                 rows.append(f"| {name} | subjects 36-40 | {fmt(f'{v:.2f}' for v in get(r))} |")
         if len(results) > 1:
             v = np.array([get(r) for r in results])
             sem = v.std(axis=0, ddof=1) / np.sqrt(len(v))
-            cells = fmt(f"{m:.2f} ± {e:.2f}" for m, e in zip(v.mean(0), sem))
+            cells = fmt(f"{m:.2f} ± {e:.2f}" for m, e in zip(v.mean(0), sem, strict=True))
             rows.append(f"| {name} | mean ± SEM, {len(v)} splits | {cells} |")
     return "\n".join(rows)
 

@@ -149,14 +149,16 @@ def layer_breakdown(net, theta, images, repeats):
     rows = {}
     for name, layer in net.layers.items():
         inputs[name] = out
-        rows[name] = [_median_ms(lambda: layer.forward(params[name], inputs[name]), repeats)[0]]
+        rows[name] = [_median_ms(lambda layer=layer, name=name: layer.forward(
+            params[name], inputs[name]), repeats)[0]]
         out, caches[name] = layer.forward(params[name], out)
     d = np.ones_like(out)
     for name in reversed(list(net.layers)):
         layer = net.layers[name]
         first = name == "C1"
-        rows[name].append(_median_ms(lambda: layer.backward(params[name], caches[name], d,
-                                                            input_grad=not first), repeats)[0])
+        rows[name].append(_median_ms(
+            lambda layer=layer, name=name, d=d, first=first: layer.backward(
+                params[name], caches[name], d, input_grad=not first), repeats)[0])
         d, _ = layer.backward(params[name], caches[name], d, input_grad=not first)
     return rows
 

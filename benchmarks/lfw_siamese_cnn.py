@@ -38,9 +38,17 @@ import numpy as np
 from scipy import ndimage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from att_siamese_cnn import (N_SPLITS, embed, evaluate, image_pairs,  # noqa: E402
-                             load_att_56x46, pixel_baseline, summarise, test_subjects,
-                             validation_subjects)
+from att_siamese_cnn import (  # noqa: E402
+    N_SPLITS,
+    embed,
+    evaluate,
+    image_pairs,
+    load_att_56x46,
+    pixel_baseline,
+    summarise,
+    test_subjects,
+    validation_subjects,
+)
 
 from metricfit.datasets import load_att_faces, load_lfw  # noqa: E402
 from metricfit.learners.siamese_cnn import SiameseCNN  # noqa: E402

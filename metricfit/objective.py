@@ -21,9 +21,9 @@ them again (``trusted=True``, explicit). The penalty is :mod:`metricfit.losses.p
 
 import numpy as np
 
+from .cnn.objective import SiameseObjective
 from .losses import get_loss, ldml, loss_params
 from .losses.penalty import Regularised
-from .cnn.objective import SiameseObjective
 from .mappings import ConvNet, MappedObjective
 from .mappings.objective import IndexMappedObjective
 from .pairs.index import IndexPairs

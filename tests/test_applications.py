@@ -8,8 +8,12 @@ from hypothesis import strategies as st
 from scipy.spatial.distance import cdist, pdist, squareform
 
 from metricfit import DDML, TSML, CosineSimilarity, MkNN
-from metricfit.experiments.applications import (complete_linkage_cost_curve, labelling_cost,
-                                                one_exemplar_recognition, pairwise_scores)
+from metricfit.experiments.applications import (
+    complete_linkage_cost_curve,
+    labelling_cost,
+    one_exemplar_recognition,
+    pairwise_scores,
+)
 from metricfit.pairs import sample_pairs
 
 # -- labelling cost ------------------------------------------------------------------------

@@ -7,8 +7,13 @@ from numpy.testing import assert_allclose
 from sklearn.model_selection import GridSearchCV
 
 from metricfit import PLDA, TSML, CosineSimilarity, metrics
-from metricfit.backend import (CalibratedScorer, LinearCalibration, PAVCalibration,
-                               ScoreNormalizer, score_sets)
+from metricfit.backend import (
+    CalibratedScorer,
+    LinearCalibration,
+    PAVCalibration,
+    ScoreNormalizer,
+    score_sets,
+)
 from metricfit.backend import trials as trial_files
 from metricfit.backend.score_norm import cohort_scores, normalize_scores
 from metricfit.pairs import sample_pairs
@@ -126,7 +131,8 @@ def test_calibrated_learner_scores():
     X = centres[labels] + rng.normal(size=(3000, 6))
     parts = [labels < 100, (labels >= 100) & (labels < 350), labels >= 350]
     sets = []
-    for i, (mask, n_t, n_n) in enumerate(zip(parts, (500, 2000, 2000), (500, 20000, 20000))):
+    for i, (mask, n_t, n_n) in enumerate(zip(parts, (500, 2000, 2000), (500, 20000, 20000),
+                                             strict=True)):
         index, s = sample_pairs(labels[mask], n_t, n_n, random_state=i)
         sets.append((X[mask][index], s))
     learner = TSML(lam=0.01).fit(*sets[0])

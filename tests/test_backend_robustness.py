@@ -10,8 +10,13 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.linear_model import LogisticRegression
 
 from metricfit import metrics
-from metricfit.backend import (CalibratedScorer, LinearCalibration, PAVCalibration,
-                               ScoreNormalizer, normalize_scores)
+from metricfit.backend import (
+    CalibratedScorer,
+    LinearCalibration,
+    PAVCalibration,
+    ScoreNormalizer,
+    normalize_scores,
+)
 from metricfit.learners import CosineSimilarity
 
 PRIORS = (0.5, 0.2, 0.05, 0.01, 0.001)
@@ -218,7 +223,7 @@ def test_pav_metrics_depend_only_on_the_order(scale):
     assert_array_equal(metrics.pav_llr(y, scale * s), metrics.pav_llr(y, s))
     assert metrics.min_cllr(y, scale * s) == metrics.min_cllr(y, s) < 0.9
     for got, expected in zip(metrics.roc_convex_hull(y, scale * s),
-                             metrics.roc_convex_hull(y, s)):
+                             metrics.roc_convex_hull(y, s), strict=True):
         assert_array_equal(got, expected)
 
 

@@ -4,16 +4,23 @@ finite differences), and the Gaussian model of section 4.1."""
 import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
+from test_cnn_kernels import numeric_grad, some
 
-from metricfit.cnn import (ConvNetwork, SiameseObjective, fit_gaussian, gaussian_claims,
-                           gaussian_log_density, network_spec)
-from metricfit.cnn import _kernels, num_threads
+from metricfit.cnn import (
+    ConvNetwork,
+    SiameseObjective,
+    _kernels,
+    fit_gaussian,
+    gaussian_claims,
+    gaussian_log_density,
+    network_spec,
+    num_threads,
+)
 from metricfit.cnn._threads import CHUNK
 from metricfit.cnn.objective import _seed_000_loss as embedding_cost_grad
 from metricfit.losses import square_exponential
 from metricfit.losses._energy import impostor
 from metricfit.losses.distances import energy
-from test_cnn_kernels import numeric_grad, some
 
 
 def tiny_net():

@@ -12,14 +12,14 @@ import re
 
 import numpy as np
 import pytest
+from test_cli_validation import one_line_error
+from test_siamese_cnn import TINY, make_image_pairs
 
 from metricfit import datasets
 from metricfit.backend import trials
 from metricfit.cli import main
 from metricfit.experiments import verification
 from metricfit.learners.siamese_cnn import REQUIRED_ENTRIES, SiameseCNN
-from test_cli_validation import one_line_error
-from test_siamese_cnn import TINY, make_image_pairs
 
 
 def raises_naming(path, match, error=ValueError):

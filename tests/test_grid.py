@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
+from test_learners import make_identity_pairs
 
 from metricfit import CSML, DDML, LDML, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN
-from metricfit.learners import score_kind
 from metricfit.mappings import ConvNet
 from metricfit.pairs.tags import score_kind
-from test_learners import make_identity_pairs
 
 
 @pytest.fixture(scope="module")

@@ -358,7 +358,7 @@ def test_ldml_bad_input_raises_value_error(data):
 def brute_force_mknn(E_train, labels, A, B, k):
     """Eq. 5 by a loop over the classes, neighbours by full sorting."""
     out = np.empty(len(A))
-    for row, (a, b) in enumerate(zip(A, B)):
+    for row, (a, b) in enumerate(zip(A, B, strict=True)):
         na = labels[np.argsort(np.sum((E_train - a) ** 2, axis=1))[:k]]
         nb = labels[np.argsort(np.sum((E_train - b) ** 2, axis=1))[:k]]
         out[row] = sum(np.sum(na == c) * np.sum(nb == c) for c in np.unique(labels)) / k ** 2

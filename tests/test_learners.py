@@ -13,9 +13,9 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 
 from metricfit import CSML, TSML, WCCN, WPCA
-from metricfit.learners.ddml import DDML
 from metricfit.learners import score_kind
 from metricfit.learners._base import cosine_rows
+from metricfit.learners.ddml import DDML
 from metricfit.metrics import max_decision_accuracy
 
 LEARNERS = [TSML, CSML, DDML]

@@ -3,17 +3,17 @@ zero vectors, properties."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
-
-from metricfit.losses import csml, tsml
 from _reference import (
     central_differences,
     csml_cost_grad_ref,
     relative_error,
     tsml_cost_grad_ref,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from metricfit.losses import csml, tsml
 
 LOSSES = {"tsml": (tsml, tsml_cost_grad_ref), "csml": (csml, csml_cost_grad_ref)}
 SHAPES = [(2, 5), (5, 3), (4, 4), (1, 6)]  # (k, d), k != d in most

@@ -4,13 +4,13 @@ and the sign of LDML's gradient."""
 
 import numpy as np
 import pytest
+from _reference import central_differences, relative_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.special import expit
 
 from metricfit.losses import ddml, ldml
-from _reference import central_differences, relative_error
 
 SHAPES = [(2, 5), (5, 3), (4, 4)]  # (k, d), k != d in most
 LABELS = ["similar", "dissimilar", "mixed"]
@@ -22,7 +22,7 @@ LABELS = ["similar", "dissimilar", "mixed"]
 def ddml_cost_grad_ref(A, X1, X2, s, lam=0.0, A0=None, T=10.0, tau=1.0):
     """Seed 004 eqs. 5-8 (eq. 7 as printed, margin tau), pair by pair."""
     J, G = 0.0, np.zeros_like(A)
-    for x, y, si in zip(X1, X2, s):
+    for x, y, si in zip(X1, X2, s, strict=True):
         a, b = A @ x, A @ y
         dist2 = (a - b) @ (a - b)
         z = 1 - si * (tau - dist2)  # eq. 6
@@ -37,7 +37,7 @@ def ddml_cost_grad_ref(A, X1, X2, s, lam=0.0, A0=None, T=10.0, tau=1.0):
 def ldml_cost_grad_ref(M, b, X1, X2, s, lam=0.0):
     """-1/n L of seed 001 eq. 3 with p of eq. 2; eq. 4 with the sign of p = sigma(b - W^T X)."""
     L, dLdM, dLdb = 0.0, np.zeros_like(M), 0.0
-    for x, y, si in zip(X1, X2, s):
+    for x, y, si in zip(X1, X2, s, strict=True):
         delta = x - y
         Xn = np.outer(delta, delta)  # X_n, so that d_M = W^T X_n
         p = expit(b - np.sum(M * Xn))  # eq. 2

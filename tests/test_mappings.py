@@ -5,12 +5,12 @@ from functools import partial
 
 import numpy as np
 import pytest
+from _reference import central_differences, relative_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metricfit.losses import csml, tsml
-from metricfit.mappings import ConvNet, MAPPINGS, MLP, Linear, MappedObjective, Tanh, l2_normalize
-from _reference import central_differences, relative_error
+from metricfit.mappings import MAPPINGS, MLP, ConvNet, Linear, MappedObjective, Tanh, l2_normalize
 
 try:  # DDML is written in parallel: use it when it is there
     from metricfit.losses import ddml
@@ -200,7 +200,7 @@ def test_tanh_tsml_matches_eq_12_pair_by_pair():
     p = mapping.unpack(theta)
     Wp = np.hstack([p["W"], p["h"][:, None]])  # W' = [W h] (eq. 11)
     J_ref, G_ref = 0.0, np.zeros_like(Wp)
-    for x, y, si in zip(X1, X2, s):
+    for x, y, si in zip(X1, X2, s, strict=True):
         a, b = np.tanh(Wp @ np.append(x, 1)), np.tanh(Wp @ np.append(y, 1))
         c = a + si * b
         J_ref += 0.5 * a @ a + 0.5 * b @ b - np.linalg.norm(c) + 1

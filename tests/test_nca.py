@@ -5,6 +5,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from _reference import central_differences, nca_cost_grad_ref, relative_error
 from scipy.special import softmax
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
@@ -14,8 +15,6 @@ from sklearn.neighbors import NeighborhoodComponentsAnalysis
 from metricfit import NCA
 from metricfit.losses import nca
 from metricfit.mappings import MLP, Linear, Tanh
-
-from _reference import central_differences, nca_cost_grad_ref, relative_error
 
 
 def sklearn_formula(A, X, y):

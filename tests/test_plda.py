@@ -3,13 +3,13 @@ the closed-form LLR against a slow twin, the pair-API training modes and bad inp
 
 import numpy as np
 import pytest
+from _reference import relative_error
 from numpy.testing import assert_allclose
 from sklearn.pipeline import make_pipeline
 
 from metricfit import PLDA, LengthNormalizer, metrics
 from metricfit.backend import plda as core
 from metricfit.pairs import sample_pairs
-from _reference import relative_error
 
 D = 20
 

@@ -282,4 +282,4 @@ def test_an_unknown_name_is_an_attribute_error():
     from metricfit import backend
 
     with pytest.raises(AttributeError, match="no attribute 'normalise_everything'"):
-        backend.normalise_everything
+        _ = backend.normalise_everything

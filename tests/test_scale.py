@@ -9,8 +9,8 @@ import warnings
 
 import numpy as np
 import pytest
-
 from estimator_registry import INDEX_PAIRS, NAMES, Case
+
 from metricfit import DDML, LDML, TSML, CosineSimilarity
 from metricfit.learners import score_kind
 from metricfit.learners._base import cosine_rows, squared_distances

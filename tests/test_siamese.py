@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
+from test_learners import make_identity_pairs
 
 from metricfit import TSML
 from metricfit.learners.ddml import DDML
 from metricfit.metrics import max_decision_accuracy
-from test_learners import make_identity_pairs
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import REPO_ROOT, data_dir
 from sklearn.base import clone
 
-from conftest import REPO_ROOT, data_dir
 from metricfit.learners.siamese_cnn import SiameseCNN
 from metricfit.metrics import max_decision_accuracy
 from metricfit.pairs.held_out import identity_held_out_split
@@ -500,7 +500,7 @@ def test_att_lfw_pairs_are_the_drawn_people_resized_to_56x46(att):
     index, expected_y = sample_pairs(people, 6, 6, random_state=3, balance="identity")
     assert (y == expected_y).all()
     assert ((people[index[:, 0]] == people[index[:, 1]]) == (y == 1)).all()
-    for (a, b), pair in zip(index, pairs):
+    for (a, b), pair in zip(index, pairs, strict=True):
         for row, image in ((a, pair[0]), (b, pair[1])):
             small = ndimage.zoom(images[row].astype(np.float64), (56 / 62, 46 / 47), order=1,
                                  mode="nearest", grid_mode=True)

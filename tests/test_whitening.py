@@ -25,7 +25,8 @@ def make_classes(rng, sizes, d):
     """Points with class labels: random class means, a shared anisotropic within-class noise."""
     noise = np.diag(np.logspace(0, -1, d)) @ np.linalg.qr(rng.standard_normal((d, d)))[0]
     means = rng.standard_normal((len(sizes), d)) * 3
-    X = np.concatenate([m + rng.standard_normal((s, d)) @ noise for m, s in zip(means, sizes)])
+    X = np.concatenate([m + rng.standard_normal((s, d)) @ noise
+                        for m, s in zip(means, sizes, strict=True)])
     y = np.repeat(np.arange(len(sizes)), sizes)
     return X, y
 
@@ -226,7 +227,8 @@ def test_wccn_n_components_keeps_smallest_variances():
     assert_allclose(small.components_, full.components_[:3])
     W = small.components_
     assert_allclose(W @ C @ W.T, np.eye(3), atol=1e-8)
-    for w, value in zip(W, lam[:3]):  # each row is an eigenvector of C for a kept eigenvalue
+    # each row is an eigenvector of C for a kept eigenvalue
+    for w, value in zip(W, lam[:3], strict=True):
         assert_allclose(C @ w, value * w, atol=1e-8)
     assert small.transform(X).shape == (len(X), 3)
 

@@ -6,14 +6,24 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import linalg
-from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, OneToOneFeatureMixin,
-                          TransformerMixin)
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    OneToOneFeatureMixin,
+    TransformerMixin,
+)
 from sklearn.utils.validation import check_is_fitted
 
-from ..pairs.checks import (SAFE_EXPONENT, check_representable, check_transformer_input,
-                            identity_codes, largest_magnitude, scale_exponent)
 from .._validation import Interval, PointOutputMixin, validate_params
 from ..pairs import check_pair_labels
+from ..pairs.checks import (
+    SAFE_EXPONENT,
+    check_representable,
+    check_transformer_input,
+    identity_codes,
+    largest_magnitude,
+    scale_exponent,
+)
 from ..pairs.identity import similar_pair_classes
 from ..pairs.rows import l2_normalize
 

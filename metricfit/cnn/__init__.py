@@ -33,11 +33,11 @@ import warnings
 from ..backend.gaussian import fit_gaussian, gaussian_claims, gaussian_log_density
 from ..losses import distances as _distances
 from . import objective as _objective
+from ._threads import get_num_threads, num_threads
 from .layers import lenet_table
 from .network import ConvNetwork, NetworkSpec, network_spec
 from .objective import SiameseObjective, TrainingObjective
 from .schedule import SCHEDULES, learning_rate_factor
-from ._threads import get_num_threads, num_threads
 
 __all__ = [
     "ConvNetwork", "NetworkSpec", "network_spec", "lenet_table", "SiameseObjective",

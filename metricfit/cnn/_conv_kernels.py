@@ -60,8 +60,15 @@ the caller provides it zeroed, and a buffer reused from one training step to the
 import numpy as np
 from numba import njit
 
-from ._simd import (BLOCK_VECTORS, GROUP_OUTPUTS, VECTOR_BYTES, correlate_group_3,
-                    correlate_sources, dot_taps_1, dot_taps_4)
+from ._simd import (
+    BLOCK_VECTORS,
+    GROUP_OUTPUTS,
+    VECTOR_BYTES,
+    correlate_group_3,
+    correlate_sources,
+    dot_taps_1,
+    dot_taps_4,
+)
 from ._squash import squash_into
 
 TILE = 128  # flat positions per tile of the weight gradient: 49 taps x 128 x 4 B = 25 KB

@@ -14,12 +14,22 @@ trainable subsampling) and :mod:`._squash` (the tanh fused into both). Every nam
 importable from here.
 """
 
-from ._conv_kernels import (TILE, conv2d_backward, conv2d_backward_into,  # noqa: F401
-                            conv2d_forward, conv2d_forward_into, grid_shape)
+from ._conv_kernels import (  # noqa: F401
+                            TILE,
+                            conv2d_backward,
+                            conv2d_backward_into,
+                            conv2d_forward,
+                            conv2d_forward_into,
+                            grid_shape,
+)
 from ._squash import TANH32_CLAMP, squash_into, tanh32
-from ._subsample_kernels import (LANES, subsample_backward,  # noqa: F401
-                                 subsample_backward_into, subsample_forward,
-                                 subsample_forward_into)
+from ._subsample_kernels import (  # noqa: F401
+                            LANES,
+                            subsample_backward,
+                            subsample_backward_into,
+                            subsample_forward,
+                            subsample_forward_into,
+)
 
 __all__ = [
     "conv2d_forward", "conv2d_forward_into", "conv2d_backward", "conv2d_backward_into",

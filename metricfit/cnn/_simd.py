@@ -91,7 +91,7 @@ def _make_dot_taps(n_taps):
             g0, x0, span_, _, t0_, n_img, g_step_, x_step_, _, out0 = [
                 context.cast(builder, a, ty, types.intp)
                 if isinstance(ty, types.Integer) else a
-                for a, ty in zip(args[2:], signature.args[2:])]
+                for a, ty in zip(args[2:], signature.args[2:], strict=True)]
             offsets = [builder.load(builder.gep(o_arr.data, [builder.add(
                 t0_, ir.Constant(intp, j))])) for j in range(n_taps)]
             offsets = [context.cast(builder, v, signature.args[5].dtype, types.intp)

@@ -69,7 +69,7 @@ def lenet_table(n_in, n_out):
     sizes = np.minimum(sizes, n_out)
     offsets = ([0, 1, 2], [0, 1, 2, 3], [0, 1, 3, 4])
     o = 0
-    for size, pattern in zip(sizes, offsets):
+    for size, pattern in zip(sizes, offsets, strict=True):
         for k in range(min(size, n_out - o)):
             start = (k * n_in) // max(size, 1)
             table[o, [(start + d) % n_in for d in pattern]] = True

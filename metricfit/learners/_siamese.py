@@ -21,8 +21,8 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, StrOptions, validate_params
-from ..losses import PAIR_LOSSES, get_loss, loss_params
 from ..losses import ALIASES as LOSS_ALIASES
+from ..losses import PAIR_LOSSES, get_loss, loss_params
 from ..mappings import MAPPINGS, Mapping, l2_normalize, make_mapping
 from ..objective import make_objective
 from ..optim import minimize

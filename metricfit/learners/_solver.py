@@ -8,7 +8,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._validation import Interval, StrOptions
+from .._validation import Interval, StrOptions, user_stacklevel
 from ._base import validation_accuracy, validation_split
 
 DEFAULT_MAX_ITER = {"lbfgs": 200, "sgd": 20000, "projected": 2000}  # projected: LDML
@@ -101,4 +101,4 @@ class SolverMixin:
             return  # SGD at max_iter still returns its best validation model
         warnings.warn(f"[{type(self).__name__}] {solver} did not converge after "
                       f"{result.nit} iterations: {result.message}. Increase max_iter or tol.",
-                      ConvergenceWarning)
+                      ConvergenceWarning, stacklevel=user_stacklevel())

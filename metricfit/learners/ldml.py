@@ -1,21 +1,20 @@
 """LDML: Logistic Discriminant based Metric Learning (Guillaumin et al. 2009; seed 001, 2.3)."""
 
 import warnings
+from numbers import Real
 
 import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from numbers import Real
-
-from .._validation import Interval, StrOptions, validate_params
+from .._validation import Interval, StrOptions, user_stacklevel, validate_params
 from ..losses import ldml as ldml_loss
+from ..losses.ldml import metric_distances
 from ..objective import make_metric_objective
 from ..optim import minimize
 from ..optim.projected import ScaledObjective, minimize_projected, project_diagonal, project_psd
 from ..pairs import check_pair_labels, check_pairs, check_points
-from ..losses.ldml import metric_distances
 from ..pairs.index import check_pair_input, pair_differences, pairs_as_given
 from ._base import PairLearnerMixin, finite_scores
 from ._solver import SOLVER_CONSTRAINTS, SolverMixin
@@ -220,7 +219,8 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
         if w[0] < -NEGATIVE_EIGENVALUE_RTOL * max(np.abs(w).max(), np.finfo(float).tiny):
             warnings.warn(f"[LDML] metric_ has negative eigenvalues ({w[0]:.3g}; largest "
                           f"{w[-1]:.3g}): transform and components_ give its PSD part only "
-                          "(pair_score uses metric_). Use constraint='psd' to embed it exactly.")
+                          "(pair_score uses metric_). Use constraint='psd' to embed it exactly.",
+                          UserWarning, stacklevel=user_stacklevel())
 
     def _start(self, pairs, d):
         """theta0 = [M0, b0]: the previous fit (warm start) or init with b0 = median d_M0."""

@@ -13,8 +13,13 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.decomposition import PCA
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import (Interval, PointOutputMixin, StrOptions, check_feature_names,
-                           validate_params)
+from .._validation import (
+    Interval,
+    PointOutputMixin,
+    StrOptions,
+    check_feature_names,
+    validate_params,
+)
 from ..losses import nca
 from ..mappings import make_mapping
 from ..metrics import calibrate_threshold

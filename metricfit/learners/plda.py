@@ -8,12 +8,17 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import (Interval, PointOutputMixin, StrOptions, check_feature_names,
-                           user_stacklevel, validate_params)
+from .._validation import (
+    Interval,
+    PointOutputMixin,
+    StrOptions,
+    check_feature_names,
+    user_stacklevel,
+    validate_params,
+)
 from ..backend import plda as core
 from ..pairs import check_pair_labels, check_pairs, check_points
-from ..pairs.checks import (check_representable, identity_codes, largest_magnitude,
-                            scale_exponent)
+from ..pairs.checks import check_representable, identity_codes, largest_magnitude, scale_exponent
 from ..pairs.index import check_pair_input, pairs_as_given, similar_pair_classes
 from ._base import PairLearnerMixin
 

@@ -17,8 +17,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, StrOptions, validate_params
 from ..cnn._threads import n_threads, num_threads
-from ..cnn.network import check_same_network, network_from_dict
 from ..cnn.augment import augment_ranges
+from ..cnn.network import check_same_network, network_from_dict
 from ..cnn.objective import sgd_recipe
 from ..cnn.schedule import SCHEDULES
 from ..features._images import check_images

@@ -24,11 +24,11 @@ the data, with a ValueError listing the choices for an unknown name.
 
 import numpy as np
 
+from .._deprecation import deprecated_aliases
 from ._base import Mapping
 from .convnet import ConvNet
 from .linear import Linear
 from .mlp import MLP
-from .._deprecation import deprecated_aliases
 from .objective import MappedObjective, l2_normalize
 from .tanh import Tanh
 

@@ -154,7 +154,7 @@ class Mapping:
                 f"{sorted(arrays)}."
             )
         parts = [np.asarray(arrays[name]) for name in self.shapes]
-        for part, (name, shape) in zip(parts, self.shapes.items()):
+        for part, (name, shape) in zip(parts, self.shapes.items(), strict=True):
             if part.shape != shape:
                 raise ValueError(f"{name} must have shape {shape}, got {part.shape}.")
         return np.concatenate([p.ravel() for p in parts]).astype(float_dtype(*parts), copy=False)

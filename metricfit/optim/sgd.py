@@ -51,7 +51,7 @@ def _batch_sampler(fun, batch_size, rng):
 
     def draw():
         return np.concatenate([rng.choice(idx, size=m, replace=m > idx.size)
-                               for idx, m in zip(classes, sizes)])
+                               for idx, m in zip(classes, sizes, strict=True)])
 
     return draw
 

@@ -452,6 +452,7 @@ def identity_codes(labels, name="labels", n_samples=None, *, min_identities=1):
     labels = check_identity_labels(labels, name, n_samples)
     identities, codes = np.unique(labels, return_inverse=True)
     if identities.size < min_identities:
-        raise ValueError(f"{name} holds {identities.size} identity (class): at least "
-                         f"{min_identities} are needed.")
+        kind = "1 identity (1 class)" if identities.size == 1 else (
+            f"{identities.size} identities ({identities.size} classes)")
+        raise ValueError(f"{name} holds {kind}: at least {min_identities} are needed.")
     return identities, codes
