@@ -17,6 +17,20 @@ __all__ = ["PairLoss", "LinearPath", "SCORE_KINDS"]
 SCORE_KINDS = ("cosine", "distance", "energy")
 
 
+class Stateless:
+    """A part without parameters (a distance, a reducer): instances of one class are equal,
+    hash alike, and print as ``Name()``."""
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other):
+        return type(other) is type(self)
+
+    def __hash__(self):
+        return hash(type(self))
+
+
 @dataclass(frozen=True)
 class LinearPath:
     """The prepared algebra of a pair loss for a linear map ``a = A x`` (its fast path).

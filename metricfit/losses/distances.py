@@ -17,12 +17,13 @@ and ``dE/db = -dE/da`` for both. Each distance offers ``value_grad(a, b) -> (E, 
 
 from ._energy import ENERGIES, energy, energy_bound
 from ._scores import l2_distances
+from ._spec import Stateless
 
 __all__ = ["L1Energy", "L2Energy", "DISTANCES", "get_distance", "energy", "energy_bound",
            "ENERGIES"]
 
 
-class _Energy:
+class _Energy(Stateless):
     """A named energy: ``value_grad``, ``score`` and ``bound`` by the kernels of
     :mod:`metricfit.losses._energy`."""
 
@@ -39,15 +40,6 @@ class _Energy:
     def bound(self, n_outputs, amplitude=1.0):
         """The largest E for outputs in ``(-amplitude, amplitude)^n_outputs``."""
         return energy_bound(n_outputs, self.name, amplitude)
-
-    def __repr__(self):
-        return f"{type(self).__name__}()"
-
-    def __eq__(self, other):
-        return type(other) is type(self)
-
-    def __hash__(self):
-        return hash(type(self))
 
 
 class L1Energy(_Energy):

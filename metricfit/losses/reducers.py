@@ -21,20 +21,13 @@ as pytorch-metric-learning reduces each batch.
 
 import numpy as np
 
+from ._spec import Stateless
+
 __all__ = ["MeanReducer", "AvgNonZeroReducer", "REDUCERS", "get_reducer"]
 
 
-class _Reducer:
+class _Reducer(Stateless):
     name = None
-
-    def __repr__(self):
-        return f"{type(self).__name__}()"
-
-    def __eq__(self, other):
-        return type(other) is type(self)
-
-    def __hash__(self):
-        return hash(type(self))
 
 
 class MeanReducer(_Reducer):
