@@ -667,3 +667,30 @@ def test_lfw_script_evaluates_a_saved_model_on_att(lfw_script, tmp_path, capsys)
     assert (result["n_genuine_claims"], result["n_impostor_claims"]) == (25, 200)
     assert set(result["pixels"]) == set(result["pixels_62x47"]) == {"min_energy", "pair_energy"}
     assert "| Gaussian model" in capsys.readouterr().out
+
+
+def test_is_a_preset_of_the_siamese_learners():
+    """SiameseCNN names its loss like TSML does; the score kind and the pair scores are the
+    family's, with Q, energy and margin from its own parameters."""
+    from metricfit.learners._siamese import SiameseLearner
+    from metricfit.losses.distances import energy_bound
+    from metricfit.pairs.tags import score_kind
+
+    assert issubclass(SiameseCNN, SiameseLearner)
+    est = SiameseCNN(n_components=4, loss="contrastive", energy="l2")
+    loss, params = est._loss()
+    margin = energy_bound(4, "l2") / 4
+    assert (loss.name, params["energy"], params["margin"]) == ("contrastive", "l2", margin)
+    assert score_kind(est) == "distance"
+    assert score_kind(SiameseCNN(loss="cosine")) == "cosine"
+
+
+def test_public_homes_of_threads_and_image_checks():
+    """The thread control and the image check have public modules; the private ones re-export
+    the same objects."""
+    from metricfit.cnn import _threads, threads
+    from metricfit.features import _images, images
+
+    assert _threads.num_threads is threads.num_threads
+    assert _threads.n_threads is threads.n_threads and _threads.CHUNK == threads.CHUNK
+    assert _images.check_images is images.check_images

@@ -173,13 +173,20 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
         objective = make_objective(loss, mapping, _rows(inputs, fitted), s[fitted], self.lam,
                                    reference, params)
         scorer = functools.partial(self._scorer, mapping, inputs)
-        result = minimize(objective, start, solver=self.solver, **self._solver_options(
+        result = self._minimize(objective, start, self.solver, self._solver_options(
             mapping.as_attribute, scorer, s, train, validation))
-        self._warn_if_failed(result)
         self._unpack(mapping, result.x.astype(pairs.dtype))
+        return self.calibrate_threshold(pairs_as_given(pairs), s)._adopt_coding(y)
+
+    def _minimize(self, objective, start, solver, options):
+        """The solver's result on ``objective`` from ``start`` (the convergence warning given),
+        its step count and curves recorded as ``n_iter_``, ``curves_``: what every preset's fit
+        shares between building its objective and unpacking the weights."""
+        result = minimize(objective, start, solver=solver, **options)
+        self._warn_if_failed(result, solver=solver)
         self.n_iter_ = int(result.nit)
         self.curves_ = getattr(result, "curves", None)
-        return self.calibrate_threshold(pairs_as_given(pairs), s)._adopt_coding(y)
+        return result
 
     def _warm(self, mapping):
         """Warm start only from a previous fit of the same mapping and sizes."""

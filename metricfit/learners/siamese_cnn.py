@@ -1,5 +1,13 @@
 """SiameseCNN: the siamese convolutional network of seed 000 (Chopra, Hadsell, LeCun 2005).
 
+A preset of the siamese learners (:class:`~metricfit.learners._siamese.SiameseLearner`, as
+TSML, CSML and DDML are): the loss is named by ``_loss_spec`` (its hyper-parameters Q, energy
+and margin from this estimator's parameters), the score kind, the pair scores and the solver's
+run (``_minimize``: the convergence warning, ``n_iter_``, ``curves_``) are the family's. What
+is its own is the input: image pairs, scaled by the training pixels' mean and std, the
+convnet mapping sized from them, SGD counted in epochs with a training recipe, and the
+validation pairs (``validation_data``, ``groups``) that set the threshold.
+
 ``fit`` reads like the method: validate, size the network from the images, split off the
 validation pairs (a stratified share, the pairs of held-out identities, or ``validation_data``),
 build the siamese objective (:mod:`metricfit.cnn`: augmentation, weight decay, learning-rate
@@ -11,27 +19,26 @@ threshold on the validation pairs.
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, StrOptions, validate_params
-from ..cnn._threads import n_threads, num_threads
 from ..cnn.augment import augment_ranges
 from ..cnn.network import check_same_network, network_from_dict
 from ..cnn.objective import sgd_recipe
 from ..cnn.schedule import SCHEDULES
-from ..features._images import check_images
+from ..cnn.threads import n_threads, num_threads
+from ..features.images import check_images
 from ..losses import ALIASES, PAIR_LOSSES, get_loss
 from ..losses.distances import ENERGIES, energy_bound
 from ..mappings import ConvNet as ConvNetMapping
 from ..objective import make_objective
-from ..optim import minimize
 from ..optim.sgd import steps_per_epoch
 from ..pairs import check_pair_labels
 from ..pairs.held_out import identity_held_out_split
-from ._base import PairLearnerMixin, finite_scores, validation_split
-from ._solver import SOLVER_CONSTRAINTS, SolverMixin
+from ._base import finite_scores, validation_split
+from ._siamese import SiameseLearner
+from ._solver import SOLVER_CONSTRAINTS
 from .persistence import load_estimator, persistable, save_estimator
 
 SAVE_VERSION = 1
@@ -44,7 +51,7 @@ REQUIRED_ENTRIES = ("params_json", "spec_json", "weights", "threshold", "input_m
 
 
 @persistable
-class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
+class SiameseCNN(SiameseLearner):
     """Siamese convolutional network trained on image pairs (seed 000).
 
     Two copies of the network ``G_W`` (C1-S2-C3-S4-C5-F6, section 3.2, sized from the
@@ -118,7 +125,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         Images per forward pass in :meth:`transform` (bounds memory).
     n_jobs : int or None, default=None
         Threads running the convolution, subsampling and tanh kernels on chunks of each batch
-        (:mod:`metricfit.cnn._threads`); None or -1: ``NUMBA_NUM_THREADS`` (all CPUs unless
+        (:mod:`metricfit.cnn.threads`); None or -1: ``NUMBA_NUM_THREADS`` (all CPUs unless
         that environment variable says otherwise). Results do not depend on it.
     random_state : int, RandomState or None, default=None
         Weights, validation split and mini-batches; an int reproduces a fit bit for bit.
@@ -196,11 +203,6 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
     - Chopra, Hadsell and LeCun, "Learning a Similarity Metric Discriminatively, with Application to
       Face Verification", CVPR 2005 (seed 000).
     """
-
-    def __metricfit_tags__(self):
-        tags = super().__metricfit_tags__()
-        tags.score_kind = "cosine" if get_loss(self.loss).score_kind == "cosine" else "distance"
-        return tags
 
     _pair_input = "images"
 
@@ -306,15 +308,14 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
             pairs, inputs, s, validation_data, groups)
         recipe = sgd_recipe(augment, rng, self.weight_decay, self.learning_rate_schedule,
                             steps_per_epoch(len(s_train), self.batch_size), self.max_epochs)
-        objective = make_objective(self.loss, mapping, train.reshape(len(train), 2, -1),
-                                   s_train, params=self._loss_params(), recipe=recipe)
+        loss, params = self._loss()
+        objective = make_objective(loss, mapping, train.reshape(len(train), 2, -1), s_train,
+                                   params=params, recipe=recipe)
         # the batches drawn from the generator that drew the weights
         options = dict(self._stopping_options(network, val, s_val), random_state=rng)
-        result = minimize(objective, theta0, solver="sgd", **options)
-        self._warn_if_failed(result, solver="sgd")
+        result = self._minimize(objective, theta0, "sgd", options)
         self.network_ = network
         self.params_ = result.x.astype(self.dtype)
-        self.n_iter_, self.curves_ = int(result.nit), result.curves
         self.n_epochs_, self.best_epoch_ = result.n_epochs, result.best_epoch
         return self.calibrate_threshold(*held_out)._adopt_coding(y)
 
@@ -367,14 +368,13 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
             options.update(n_iter_no_change=None, restore_best=False)
         return options
 
-    def _loss_params(self):
-        """The hyper-parameters the loss takes, among Q, energy and margin (None: Q / 4)."""
-        margin = self.energy_bound_ / 4 if self.margin is None else self.margin
-        offered = {"Q": self.energy_bound_, "energy": self.energy, "margin": margin}
-        return {k: v for k, v in offered.items() if k in get_loss(self.loss).defaults}
-
-    def _pair_scores(self, a, b):
-        return get_loss(self.loss).pair_score(a, b, **self._loss_params())
+    def _loss_spec(self):
+        """``loss`` with the hyper-parameters it takes, among Q (the bound of the energy of
+        ``n_components`` units, ``energy_bound_``), ``energy`` and ``margin`` (None: Q / 4)."""
+        bound = float(energy_bound(self.n_components, self.energy))
+        margin = bound / 4 if self.margin is None else self.margin
+        offered = {"Q": bound, "energy": self.energy, "margin": margin}
+        return self.loss, {k: v for k, v in offered.items() if k in get_loss(self.loss).defaults}
 
     def _validation_scorer(self, network, pairs):
         """``rows -> (theta -> scores)`` of the validation pairs ``rows`` (the scorer of
@@ -385,7 +385,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
             def scores(theta):
                 a, b = (network.transform(theta, chosen[:, k], self.inference_batch_size)
                         for k in (0, 1))
-                return self._pair_scores(a, b)
+                return self._score_embedded(a, b)
             return scores
         return scorer
 
@@ -439,7 +439,7 @@ class SiameseCNN(SolverMixin, PairLearnerMixin, BaseEstimator):
         similar, shape (n,)."""
         pairs = self._check_pairs(pairs)
         embedded = self._embed(pairs)  # (n, 2, k)
-        return finite_scores(self._pair_scores(embedded[:, 0], embedded[:, 1]), pairs)
+        return finite_scores(self._score_embedded(embedded[:, 0], embedded[:, 1]), pairs)
 
     # -- persistence: arrays and JSON, no pickled code (learners/persistence.py) -----------
 
