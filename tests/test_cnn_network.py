@@ -237,7 +237,9 @@ def fresh_step(net, pairs, s, theta, rows):
     images = np.concatenate([pairs[rows, 0], pairs[rows, 1]])
     G, cache = net.forward(theta, images)
     J, dJ_da, dJ_db = embedding_cost_grad(G[:rows.size], G[rows.size:], s[rows])
-    return J, net.backward(theta, cache, np.concatenate([dJ_da, dJ_db]))
+    # J in the compute dtype, as SiameseObjective returns it (NumPy 1.x computes the loss's
+    # mean of float32 energies in float64; NumPy 2 keeps float32)
+    return pairs.dtype.type(J), net.backward(theta, cache, np.concatenate([dJ_da, dJ_db]))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
