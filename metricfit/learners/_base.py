@@ -15,10 +15,10 @@ from sklearn.utils import InputTags, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .. import metrics
-from ..losses._scores import cosine_rows, squared_distances  # noqa: F401 (re-exported)
 from ..pairs import check_pair_labels, sample_pairs
 from ..pairs.checks import pair_classes
 from ..pairs.index import check_pair_input, largest_entry, score_pairs
+from ..pairs.rows import cosine_rows, squared_distances
 from ..pairs.tags import PairTags, score_kind
 
 
