@@ -326,6 +326,55 @@ def test_the_private_import_check_finds_one(tmp_path, monkeypatch):
     assert found == [(1, "metricfit.metrics: _check_scores")]
 
 
+# -- No room imports another room's private module (issue 25) -----------------------------
+# A module with a leading underscore anywhere in its path (``metricfit.cnn._tanh``) is its
+# room's own business, whatever names it holds; what another room needs has a public home
+# (``metricfit.cnn.activations``, ``metricfit.pairs.rows``). The package root's shared helpers
+# at rank 0 are rooms of their own that anyone may import.
+
+SHARED_HELPERS = {"_validation", "_files", "_deprecation", "_version"}
+# being made public (issue 25): each leaves this set when its importer takes a public module;
+# no other pair may join it.
+PRIVATE_MODULE_EXCEPTIONS = {
+    ("metricfit.learners.siamese_cnn", "metricfit.cnn._threads"),
+    ("metricfit.learners.siamese_cnn", "metricfit.features._images"),
+}
+
+
+def _is_private_module(module):
+    return any(part.startswith("_") for part in module.split(".")[1:])
+
+
+def _private_module_imports(module, graph=GRAPH):
+    """The modules of another room with a private path that ``module`` imports (the shared
+    helpers at the package root aside)."""
+    room = _room(module)
+    return sorted(target for target in graph[module]
+                  if _room(target) not in (room, *SHARED_HELPERS) and _is_private_module(target))
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_imports_another_rooms_private_module(module):
+    found = [t for t in _private_module_imports(module)
+             if (module, t) not in PRIVATE_MODULE_EXCEPTIONS]
+    assert found == [], module
+
+
+def test_the_private_module_exceptions_are_still_taken():
+    """An exception that was made public leaves the set, so the rule applies to it again."""
+    done = sorted(pair for pair in PRIVATE_MODULE_EXCEPTIONS
+                  if pair[1] not in _private_module_imports(pair[0]))
+    assert done == [], f"made public (or gone): remove {done} from PRIVATE_MODULE_EXCEPTIONS"
+
+
+def test_the_private_module_check_finds_one():
+    graph = {"metricfit.mappings.planted": {"metricfit.cnn._tanh", "metricfit.cnn.activations",
+                                            "metricfit.mappings._base", "metricfit._validation",
+                                            "metricfit.pairs.rows"}}
+    assert _private_module_imports("metricfit.mappings.planted", graph) == [
+        "metricfit.cnn._tanh"]
+
+
 # -- No module over 500 lines (issue 25) ---------------------------------------------------
 
 MAX_MODULE_LINES = 500

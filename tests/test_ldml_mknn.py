@@ -422,6 +422,23 @@ def test_mknn_calibrates_leave_one_out():
     np.testing.assert_array_equal(twins._loo_pair_score(np.array([[0, 1], [2, 3]])), [0, 1])
 
 
+def test_mknn_and_nca_calibrate_on_the_shared_training_pairs():
+    """One home for the calibration pairs (issue 25): MkNN draws distinct pairs among at most
+    MAX_CALIBRATION_POINTS points, NCA pairs with replacement, both from the fixed seed."""
+    from metricfit.learners import mknn, nca
+    from metricfit.learners._base import calibration_pairs
+
+    assert mknn.calibration_pairs is nca.calibration_pairs is calibration_pairs
+    codes = np.repeat(np.arange(40), 30)
+    pairs, s = calibration_pairs(codes, 500, replace=False, max_points=300)
+    assert np.unique(pairs).size <= 300 and len(set(map(tuple, pairs))) == pairs.shape[0]
+    np.testing.assert_array_equal(np.where(codes[pairs[:, 0]] == codes[pairs[:, 1]], 1, -1), s)
+    again, _ = calibration_pairs(codes, 500, replace=False, max_points=300)
+    np.testing.assert_array_equal(pairs, again)  # the fixed seed: the same pairs on every fit
+    with pytest.raises(ValueError, match="MkNN needs at least two identities"):
+        calibration_pairs(np.arange(5), replace=False, what="MkNN")
+
+
 def test_mknn_with_a_fitted_cosine_tsml_uses_normalised_embeddings(data, points):
     X, y = points
     tsml = TSML(n_components=3).fit(make_identity_pairs(d=4, signal=2)[0],

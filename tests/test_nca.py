@@ -237,7 +237,7 @@ def test_linear_fast_form_equals_embedding_route(rng, k):
 
 
 def test_calibration_pairs_are_labelled_right(rng):
-    from metricfit.learners.nca import calibration_pairs
+    from metricfit.learners._base import calibration_pairs
 
     codes = np.concatenate([[0, 0, 0], np.arange(1, 50), [50, 50]])  # few repeated identities
     rng_state = np.random.RandomState(3)

@@ -20,9 +20,9 @@ Back-propagation through each layer (LeCun et al. 1998, appendix; seed 000 secti
 import numpy as np
 
 from . import _kernels
-from ._tanh import tanh_backward, tanh_forward
 from ._threads import map_chunks
 from ._workspace import empty, zeros
+from .activations import tanh_backward, tanh_forward
 
 __all__ = ["Conv2D", "Subsample", "Dense", "Tanh", "lenet_table", "dense_forward",
            "dense_backward", "tanh_backward"]
@@ -280,7 +280,7 @@ class Dense:
 
 class Tanh:
     """Squashing ``Y = tanh(X)``, element-wise; no parameters. The passes are those of the
-    ``Tanh`` and ``MLP`` mappings (:func:`._tanh.tanh_forward` / ``tanh_backward``: one
+    ``Tanh`` and ``MLP`` mappings (:func:`.activations.tanh_forward` / ``tanh_backward``: one
     implementation of the dense layers' tanh).
 
     Examples

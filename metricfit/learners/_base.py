@@ -11,14 +11,14 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import ClassifierMixin, TransformerMixin, clone
 from sklearn.model_selection import train_test_split
-from sklearn.utils import InputTags
+from sklearn.utils import InputTags, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .. import metrics
-from ..losses._scores import cosine_rows, squared_distances  # noqa: F401 (re-exported)
-from ..pairs import check_pair_labels
+from ..pairs import check_pair_labels, sample_pairs
 from ..pairs.checks import pair_classes
 from ..pairs.index import check_pair_input, largest_entry, score_pairs
+from ..pairs.rows import cosine_rows, squared_distances
 from ..pairs.tags import PairTags, score_kind
 
 
@@ -48,6 +48,80 @@ def validation_split(s, validation_fraction, random_state, advice=""):
         f"validation, {n - n_val} for training. Each side needs at least one similar and one "
         f"dissimilar pair (at least 2 pairs per side and 2 of each kind, "
         f"stratified). {advice}".rstrip())
+
+
+N_CALIBRATION_PAIRS = 2000  # similar and as many dissimilar training pairs for threshold_
+CALIBRATION_SEED = 0  # threshold_ is drawn the same way on every fit: a fixed seed
+
+
+def calibration_pairs(codes, n_pairs=N_CALIBRATION_PAIRS, random_state=CALIBRATION_SEED, *,
+                      replace=True, max_points=None, what="the learner"):
+    """The labelled pairs of training points on which a learner calibrates ``threshold_``:
+    ``n_pairs`` similar then ``n_pairs`` dissimilar index pairs (n, 2) into the training
+    points, and their labels in {-1, +1}.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n_samples,), int
+        Identity codes ``0..n_identities - 1`` of the training points.
+    n_pairs : int, default=N_CALIBRATION_PAIRS
+    random_state : int or RandomState, default=CALIBRATION_SEED
+    replace : bool, default=True
+        True: pairs drawn with replacement in O(n + n_pairs), no enumeration of the n^2
+        pairs (:func:`draw_pairs_with_replacement`). False: distinct pairs
+        (:func:`metricfit.pairs.sample_pairs`, capped at the number that exist) among at most
+        ``max_points`` points drawn without replacement first (``sample_pairs`` lists the
+        within-identity pairs of its points).
+    max_points : int or None, default=None
+        Only with ``replace=False``; None: all points.
+    what : str
+        Who calibrates, for the error message.
+
+    Raises
+    ------
+    ValueError
+        When there is no similar or no dissimilar pair to draw: fewer than two identities,
+        or none with two points or more.
+    """
+    counts = np.bincount(codes)
+    if counts.size < 2 or counts.max() < 2:
+        raise ValueError(f"{what} needs at least two identities, one of them with two samples "
+                         "or more, to calibrate threshold_ on training pairs.")
+    rng = check_random_state(random_state)
+    if replace:
+        return draw_pairs_with_replacement(codes, n_pairs, rng)
+    subset = np.arange(codes.size)
+    if max_points is not None and codes.size > max_points:
+        subset = np.sort(rng.choice(codes.size, max_points, replace=False))
+    index_pairs, s = sample_pairs(codes[subset], n_pairs, n_pairs, random_state=rng)
+    if np.unique(s).size < 2:  # the subset lost every repeated identity
+        raise ValueError(f"{what} needs at least two identities, one of them with two samples "
+                         "or more, to calibrate threshold_ on training pairs.")
+    return subset[index_pairs], s
+
+
+def draw_pairs_with_replacement(codes, n_pairs, rng):
+    """``n_pairs`` similar and ``n_pairs`` dissimilar index pairs (n, 2) drawn with
+    replacement in O(n + n_pairs) (no enumeration of the n^2 pairs), and their labels.
+
+    A similar pair is a point of an identity with two points or more and another point of
+    its identity; a dissimilar pair two uniform points of different identities.
+    """
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    first = order[rng.choice(np.flatnonzero(counts[codes[order]] >= 2), n_pairs)]
+    c = codes[first]
+    position = np.empty(codes.size, dtype=np.int64)
+    position[order] = np.arange(codes.size) - starts[codes[order]]  # rank within identity
+    shift = rng.randint(1, counts[c])  # another member: a cyclic shift of 1..count-1
+    second = order[starts[c] + (position[first] + shift) % counts[c]]
+    dissimilar = np.empty((0, 2), dtype=np.int64)
+    while dissimilar.shape[0] < n_pairs:
+        draw = rng.randint(0, codes.size, size=(2 * n_pairs, 2))
+        dissimilar = np.concatenate([dissimilar, draw[codes[draw[:, 0]] != codes[draw[:, 1]]]])
+    pairs = np.concatenate([np.column_stack([first, second]), dissimilar[:n_pairs]])
+    return pairs, np.repeat([1, -1], n_pairs)
 
 
 def validation_accuracy(s, scores):

@@ -12,12 +12,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, validate_params
 from ..metrics import calibrate_threshold
-from ..pairs import check_pairs, check_points, sample_pairs
+from ..pairs import check_pairs, check_points
 from ..pairs.checks import SAFE_EXPONENT, check_identity_labels, largest_magnitude, scale_exponent
 from ..pairs.tags import score_kind
-from ._base import PairLearnerMixin
+from ._base import PairLearnerMixin, calibration_pairs
 
-N_CALIBRATION_PAIRS = 2000  # similar and as many dissimilar training pairs for threshold_
 MAX_CALIBRATION_POINTS = 3000  # sample_pairs enumerates every i < j pair of its points
 
 
@@ -140,7 +139,8 @@ class MkNN(PairLearnerMixin, BaseEstimator):
         self.embedding_ = self._neighbour_space(E)
         self.neighbors_ = NearestNeighbors(n_neighbors=self.n_neighbors).fit(self.embedding_)
         self.classes_ = np.array([-1, 1])
-        index_pairs, s = self._calibration_pairs()
+        index_pairs, s = calibration_pairs(self.identity_codes_, replace=False,
+                                           max_points=MAX_CALIBRATION_POINTS, what="MkNN")
         self.threshold_ = float(calibrate_threshold(s, self._loo_pair_score(index_pairs)))
         return self
 
@@ -162,18 +162,6 @@ class MkNN(PairLearnerMixin, BaseEstimator):
     def _cosine_metric(self):
         """Whether the base metric scores by the cosine (its neighbours: unit embeddings)."""
         return self.metric_ is not None and score_kind(self.metric_) == "cosine"
-
-    def _calibration_pairs(self):
-        codes, rng = self.identity_codes_, np.random.RandomState(0)
-        subset = np.arange(codes.size)
-        if codes.size > MAX_CALIBRATION_POINTS:
-            subset = np.sort(rng.choice(codes.size, MAX_CALIBRATION_POINTS, replace=False))
-        index_pairs, s = sample_pairs(codes[subset], N_CALIBRATION_PAIRS, N_CALIBRATION_PAIRS,
-                                      random_state=rng)
-        if np.unique(s).size < 2:
-            raise ValueError("MkNN needs at least two identities, one of them with two samples "
-                             "or more, to calibrate threshold_ on training pairs.")
-        return subset[index_pairs], s
 
     def _neighbour_space(self, E):
         """Embeddings as searched: rescaled by ``2**-scale_exponent_`` (exact; the ranking of

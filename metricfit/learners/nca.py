@@ -26,12 +26,10 @@ from ..metrics import calibrate_threshold
 from ..optim import minimize
 from ..pairs import check_points, check_points_or_pairs
 from ..pairs.checks import identity_codes, largest_magnitude, scale_exponent
-from ._base import FittedMappingMixin, PairLearnerMixin
+from ._base import FittedMappingMixin, PairLearnerMixin, calibration_pairs
 from ._solver import SolverMixin
 
 NCA_MAPPINGS = ("linear", "mlp", "tanh")  # point mappings on feature vectors
-
-N_CALIBRATION_PAIRS = 2000  # similar and as many dissimilar training pairs for threshold_
 
 
 def _identity_codes(y, n_samples):
@@ -57,30 +55,6 @@ def _check_scale(X):
         raise ValueError(f"X has entries up to {largest:.3g}: NCA's neighbour probabilities "
                          "exp(-|f(x_i) - f(x_j)|^2) over- or underflow at that scale. Rescale "
                          "X (e.g. StandardScaler) before fitting.")
-
-
-def calibration_pairs(codes, n_pairs, rng):
-    """``n_pairs`` similar and ``n_pairs`` dissimilar index pairs (n, 2) drawn with
-    replacement in O(n + n_pairs) (no enumeration of the n^2 pairs), and their labels.
-
-    A similar pair is a point of an identity with two points or more and another point of
-    its identity; a dissimilar pair two uniform points of different identities.
-    """
-    order = np.argsort(codes, kind="stable")
-    counts = np.bincount(codes)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    first = order[rng.choice(np.flatnonzero(counts[codes[order]] >= 2), n_pairs)]
-    c = codes[first]
-    position = np.empty(codes.size, dtype=np.int64)
-    position[order] = np.arange(codes.size) - starts[codes[order]]  # rank within identity
-    shift = rng.randint(1, counts[c])  # another member: a cyclic shift of 1..count-1
-    second = order[starts[c] + (position[first] + shift) % counts[c]]
-    dissimilar = np.empty((0, 2), dtype=np.int64)
-    while dissimilar.shape[0] < n_pairs:
-        draw = rng.randint(0, codes.size, size=(2 * n_pairs, 2))
-        dissimilar = np.concatenate([dissimilar, draw[codes[draw[:, 0]] != codes[draw[:, 1]]]])
-    pairs = np.concatenate([np.column_stack([first, second]), dissimilar[:n_pairs]])
-    return pairs, np.repeat([1, -1], n_pairs)
 
 
 class NCA(SolverMixin, PointOutputMixin, ClassNamePrefixFeaturesOutMixin, FittedMappingMixin,
@@ -223,7 +197,7 @@ class NCA(SolverMixin, PointOutputMixin, ClassNamePrefixFeaturesOutMixin, Fitted
         self._unpack(mapping, result.x.astype(X.dtype))
         self.objective_, self.n_iter_ = float(result.fun), int(result.nit)
         self.classes_ = np.array([-1, 1])
-        pairs, s = calibration_pairs(codes, N_CALIBRATION_PAIRS, np.random.RandomState(0))
+        pairs, s = calibration_pairs(codes, what="NCA")
         self.threshold_ = float(calibrate_threshold(s, self.pair_score(X[pairs])))
         return self
 

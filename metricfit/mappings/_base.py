@@ -1,5 +1,5 @@
 r"""What every mapping shares: the flat parameter layout, Glorot-uniform draws, tanh passes
-(those of the convnet's dense layers, :mod:`metricfit.cnn._tanh`).
+(those of the convnet's dense layers, :mod:`metricfit.cnn.activations`).
 
 A mapping ``f(., theta)`` turns inputs X (n, d) into embeddings Z (n, k). Its parameters live
 in one flat vector ``theta`` (what the optimizers move); the mapping names the blocks
@@ -12,7 +12,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..cnn._tanh import tanh_backward, tanh_forward  # noqa: F401 (the mappings' tanh)
+from ..cnn.activations import tanh_backward, tanh_forward  # noqa: F401 (the mappings' tanh)
 from ..pairs.checks import float_dtype
 
 __all__ = ["Mapping", "glorot_bound", "glorot_uniform", "tanh_forward", "tanh_backward"]

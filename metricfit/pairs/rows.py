@@ -1,10 +1,12 @@
 """Scale-safe operations on rows of vectors, shared by every room (the ground floor): unit
-length and unit largest entry, computed so that neither huge (~1e200) nor subnormal rows
-overflow or underflow on the way to a representable result."""
+length and unit largest entry, and the row-wise pair scores built on them (cosine, squared and
+plain Euclidean distance), computed so that neither huge (~1e200) nor subnormal rows overflow
+or underflow on the way to a representable result."""
 
 import numpy as np
 
-__all__ = ["l2_normalize", "unit_scale_rows", "unit_rows"]
+__all__ = ["l2_normalize", "unit_scale_rows", "unit_rows", "cosine_rows", "squared_distances",
+           "l2_distances"]
 
 
 def l2_normalize(X):
@@ -44,3 +46,36 @@ def unit_rows(P):
     row is first scaled to a largest entry of 1 (:func:`unit_scale_rows`), so the norm
     neither overflows (entries near 1e200) nor underflows (near 1e-200)."""
     return l2_normalize(np.asarray(P, dtype=np.float64))
+
+
+def cosine_rows(P1, P2):
+    """Row-wise cosine similarity of (n, k) arrays; 0 where an embedding is zero.
+
+    The rows are scaled to a largest entry of 1 first (a cosine does not depend on scale),
+    so rows anywhere in the float range give the same cosine as rows of unit size.
+    """
+    P1, P2 = unit_scale_rows(P1), unit_scale_rows(P2)
+    dots = np.einsum("ij,ij->i", P1, P2)
+    norms = np.linalg.norm(P1, axis=1) * np.linalg.norm(P2, axis=1)
+    out = np.zeros_like(dots)
+    np.divide(dots, norms, out=out, where=norms > 0)
+    return np.clip(out, -1.0, 1.0)
+
+
+def squared_distances(a, b):
+    """Row-wise ``|a_i - b_i|^2`` of (n, k) arrays, computed as ``m^2 |(a - b) / m|^2`` with
+    ``m`` the row's largest ``|a - b|`` entry: no intermediate overflow; ``inf`` only where
+    the distance itself is beyond the float range (the learners report that as an error)."""
+    diff = np.subtract(a, b)
+    top = np.max(np.abs(diff), axis=1)
+    unit = np.divide(diff, top[:, None], out=np.zeros_like(diff), where=top[:, None] > 0)
+    with np.errstate(over="ignore"):
+        return top * top * np.einsum("ij,ij->i", unit, unit)
+
+
+def l2_distances(a, b):
+    """Row-wise ``|a_i - b_i|`` without intermediate overflow (``m |(a - b) / m|``)."""
+    diff = np.subtract(a, b)
+    top = np.max(np.abs(diff), axis=1)
+    unit = np.divide(diff, top[:, None], out=np.zeros_like(diff), where=top[:, None] > 0)
+    return top * np.sqrt(np.einsum("ij,ij->i", unit, unit))
