@@ -335,10 +335,7 @@ def test_the_private_import_check_finds_one(tmp_path, monkeypatch):
 SHARED_HELPERS = {"_validation", "_files", "_deprecation", "_version"}
 # being made public (issue 25): each leaves this set when its importer takes a public module;
 # no other pair may join it.
-PRIVATE_MODULE_EXCEPTIONS = {
-    ("metricfit.learners.siamese_cnn", "metricfit.cnn._threads"),
-    ("metricfit.learners.siamese_cnn", "metricfit.features._images"),
-}
+PRIVATE_MODULE_EXCEPTIONS = set()
 
 
 def _is_private_module(module):
