@@ -20,7 +20,7 @@ objective
     :class:`TrainingObjective`, with weight decay and the learning-rate schedule.
 schedule
     :func:`learning_rate_factor`: constant, step, cosine and inverse learning-rate schedules.
-_threads
+threads
     :func:`num_threads`: the layers run their kernels on fixed chunks of a batch in threads.
 augment
     seeded random shifts, scalings, rotations and mirror flips of image batches (bilinear).
@@ -33,11 +33,11 @@ import warnings
 from ..backend.gaussian import fit_gaussian, gaussian_claims, gaussian_log_density
 from ..losses import distances as _distances
 from . import objective as _objective
-from ._threads import get_num_threads, num_threads
 from .layers import lenet_table
 from .network import ConvNetwork, NetworkSpec, network_spec
 from .objective import SiameseObjective, TrainingObjective
 from .schedule import SCHEDULES, learning_rate_factor
+from .threads import get_num_threads, num_threads
 
 __all__ = [
     "ConvNetwork", "NetworkSpec", "network_spec", "lenet_table", "SiameseObjective",
