@@ -13,8 +13,10 @@ parameters are exposed (``components_`` for ``Linear``, ``params_`` otherwise).
 presets (the loss fixed, their hyper-parameters explicit).
 """
 
+import contextlib
 import functools
 from numbers import Integral, Real
+from types import SimpleNamespace
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
@@ -156,27 +158,82 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
         -------
         self
         """
+        return self._fit(pairs, y)
+
+    def _fit(self, pairs, y, **fit_params):
+        """The one fit of the family: validate, start, objective, optimise, unpack, calibrate.
+
+        Each step is a hook a preset may override (``SiameseCNN``: image pairs, input
+        scaling, held-out validation pairs, its training recipe); ``fit_params`` go to
+        :meth:`_check_fit_input`. ``data`` carries what the steps share (a namespace the
+        hooks fill: the validated pairs and labels, the inputs, the train/validation rows).
+        """
         validate_params(self)
-        loss, params = self._loss()
+        with self._fit_context():
+            loss, params = self._loss()
+            data = self._check_fit_input(pairs, y, **fit_params)
+            mapping = self._mapping_for(data)
+            start, reference = self._start(mapping, data)
+            self._hold_out(data)
+            objective = self._objective_for(mapping, data, reference, loss, params)
+            result = self._minimize(objective, start, *self._fit_solver(mapping, data))
+            self._unpack_result(mapping, result, data)
+            return self.calibrate_threshold(*self._threshold_pairs(data))._adopt_coding(y)
+
+    def _fit_context(self):
+        """The context ``fit`` runs in (none here; SiameseCNN: its thread count)."""
+        return contextlib.nullcontext()
+
+    def _check_fit_input(self, pairs, y):
+        """``data`` with the validated ``pairs`` (vectors or index pairs), labels ``s`` in
+        {-1, +1}, the (normalised) ``inputs`` and the ``train``, ``validation`` masks of the
+        solver's split (drawn here: the start may be fitted on the training rows)."""
         pairs = check_pair_input(pairs, self.preprocessor,
                                  reject_zero=score_kind(self) == "cosine" or self.normalize)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         self.n_features_in_ = pairs.shape[2]
         inputs = self._normalised(pairs)
         train, validation = self._split(s)
-        mapping = make_mapping(self.mapping, self.n_features_in_, self.n_components,
-                               self.n_hidden)
-        theta0, reference = self._initial_params(mapping, _rows(inputs, train), s[train],
-                                                 pairs.dtype)
-        start = self._theta() if self._warm(mapping) else theta0
-        fitted = train & (s == 1) if self.similar_only else train
-        objective = make_objective(loss, mapping, _rows(inputs, fitted), s[fitted], self.lam,
-                                   reference, params)
-        scorer = functools.partial(self._scorer, mapping, inputs)
-        result = self._minimize(objective, start, self.solver, self._solver_options(
-            mapping.as_attribute, scorer, s, train, validation))
-        self._unpack(mapping, result.x.astype(pairs.dtype))
-        return self.calibrate_threshold(pairs_as_given(pairs), s)._adopt_coding(y)
+        return SimpleNamespace(pairs=pairs, s=s, inputs=inputs, train=train,
+                               validation=validation)
+
+    def _mapping_for(self, data):
+        return make_mapping(self.mapping, self.n_features_in_, self.n_components,
+                            self.n_hidden)
+
+    def _start(self, mapping, data):
+        """(start, the regulariser's target): :meth:`_initial_params` on the training rows,
+        or the fitted parameters when warm."""
+        train = data.train
+        theta0, reference = self._initial_params(mapping, _rows(data.inputs, train),
+                                                 data.s[train], data.pairs.dtype)
+        return (self._theta() if self._warm(mapping) else theta0), reference
+
+    def _hold_out(self, data):
+        """Validation pairs drawn after the start (none here: the split is drawn in
+        :meth:`_check_fit_input`, before the start that may be fitted on the training
+        rows)."""
+
+    def _objective_for(self, mapping, data, reference, loss, params):
+        """The objective of the training pairs (the similar ones only when
+        ``similar_only``), with the ``lam`` penalty towards ``reference``."""
+        fitted = data.train & (data.s == 1) if self.similar_only else data.train
+        return make_objective(loss, mapping, _rows(data.inputs, fitted), data.s[fitted],
+                              self.lam, reference, params)
+
+    def _fit_solver(self, mapping, data):
+        """(solver, its options): the validation maxDA and training curve scored by
+        :meth:`_scorer`."""
+        scorer = functools.partial(self._scorer, mapping, data.inputs)
+        return self.solver, self._solver_options(mapping.as_attribute, scorer, data.s,
+                                                 data.train, data.validation)
+
+    def _unpack_result(self, mapping, result, data):
+        self._unpack(mapping, result.x.astype(data.pairs.dtype))
+
+    def _threshold_pairs(self, data):
+        """(pairs, s) that calibrate ``threshold_``: every pair, as given."""
+        return pairs_as_given(data.pairs), data.s
 
     def _minimize(self, objective, start, solver, options):
         """The solver's result on ``objective`` from ``start`` (the convergence warning given),

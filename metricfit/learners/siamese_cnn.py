@@ -1,28 +1,23 @@
 """SiameseCNN: the siamese convolutional network of seed 000 (Chopra, Hadsell, LeCun 2005).
 
 A preset of the siamese learners (:class:`~metricfit.learners._siamese.SiameseLearner`, as
-TSML, CSML and DDML are): the loss is named by ``_loss_spec`` (its hyper-parameters Q, energy
-and margin from this estimator's parameters), the score kind, the pair scores and the solver's
-run (``_minimize``: the convergence warning, ``n_iter_``, ``curves_``) are the family's. What
-is its own is the input: image pairs, scaled by the training pixels' mean and std, the
-convnet mapping sized from them, SGD counted in epochs with a training recipe, and the
-validation pairs (``validation_data``, ``groups``) that set the threshold.
-
-``fit`` reads like the method: validate, size the network from the images, split off the
-validation pairs (a stratified share, the pairs of held-out identities, or ``validation_data``),
-build the siamese objective (:mod:`metricfit.cnn`: augmentation, weight decay, learning-rate
-schedule), run the shared SGD solver (``metricfit.learners._solver.SolverMixin``:
-momentum SGD with early stopping, callbacks, the convergence warning), unpack, calibrate the
-threshold on the validation pairs.
+TSML, CSML and DDML are): the loss (``_loss_spec``: Q, energy, margin from its parameters), the
+score kind, the pair scores and ``fit`` (``SiameseLearner._fit``: validate, start, objective,
+optimise, unpack, calibrate) are the family's. Its hooks bring its own: image pairs scaled by
+the training pixels' mean and std, the convnet sized from them, the validation pairs
+(``validation_data``, held-out identities ``groups``, else a stratified share) that stop SGD
+and set the threshold, SGD in epochs inside the training recipe (:mod:`metricfit.cnn`).
 """
 
+import functools
 from numbers import Integral, Real
+from types import SimpleNamespace
 
 import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import Interval, StrOptions, validate_params
+from .._validation import Interval, StrOptions
 from ..cnn.augment import augment_ranges
 from ..cnn.network import check_same_network, network_from_dict
 from ..cnn.objective import sgd_recipe
@@ -283,63 +278,59 @@ class SiameseCNN(SiameseLearner):
         -------
         self
         """
-        validate_params(self)
-        with num_threads(n_threads(self.n_jobs)):
-            return self._fit(pairs, y, validation_data, groups)
+        return self._fit(pairs, y, validation_data=validation_data, groups=groups)
 
-    def _fit(self, pairs, y, validation_data, groups):
+    # SiameseLearner._fit's hooks (one generator draws the weights, the split, the batches)
+
+    def _fit_context(self):
+        return num_threads(n_threads(self.n_jobs))
+
+    def _check_fit_input(self, pairs, y, validation_data=None, groups=None):
         pairs = self._validate_images(pairs, ndim=4, what="pairs", fitted=False)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         augment = augment_ranges(self.augment, pairs.shape[2:])
-        mapping = ConvNetMapping(pairs.shape[2:], self.n_components, self.n_maps,
-                                 self.kernel_sizes)
-        network = mapping.network
-        warm = self._warm_params(network)  # checked before any state changes
-        self.input_shape_ = pairs.shape[2:]
+        return SimpleNamespace(pairs=pairs, s=s, augment=augment,
+                               validation_data=validation_data, groups=groups)
+
+    def _mapping_for(self, data):
+        return ConvNetMapping(data.pairs.shape[2:], self.n_components, self.n_maps,
+                              self.kernel_sizes)
+
+    def _start(self, mapping, data):
+        """(the initial weights, no regulariser target); sets the input scaling (kept when
+        warm), ``data.inputs`` and ``data.rng`` (of the weights, the split, the batches)."""
+        warm = self._warm_params(mapping.network)  # checked before any state changes
+        self.input_shape_ = data.pairs.shape[2:]
         if warm is None:
-            self.input_mean_ = float(pairs.mean())
-            self.input_scale_ = float(pairs.std()) or 1.0
-        inputs = self._scaled(pairs)
+            self.input_mean_ = float(data.pairs.mean())
+            self.input_scale_ = float(data.pairs.std()) or 1.0
+        data.inputs = self._scaled(data.pairs)
         self.energy_bound_ = float(energy_bound(self.n_components, self.energy))
-        rng = check_random_state(self.random_state)
-        theta0 = network.init(rng)  # drawn when warm too: the same batches follow
-        theta0 = theta0 if warm is None else warm
-        (train, s_train), (val, s_val), held_out = self._train_validation(
-            pairs, inputs, s, validation_data, groups)
-        recipe = sgd_recipe(augment, rng, self.weight_decay, self.learning_rate_schedule,
-                            steps_per_epoch(len(s_train), self.batch_size), self.max_epochs)
-        loss, params = self._loss()
-        objective = make_objective(loss, mapping, train.reshape(len(train), 2, -1), s_train,
-                                   params=params, recipe=recipe)
-        # the batches drawn from the generator that drew the weights
-        options = dict(self._stopping_options(network, val, s_val), random_state=rng)
-        result = self._minimize(objective, theta0, "sgd", options)
-        self.network_ = network
-        self.params_ = result.x.astype(self.dtype)
-        self.n_epochs_, self.best_epoch_ = result.n_epochs, result.best_epoch
-        return self.calibrate_threshold(*held_out)._adopt_coding(y)
+        data.rng = check_random_state(self.random_state)
+        theta0 = mapping.network.init(data.rng)  # drawn when warm too: the same batches follow
+        return (theta0 if warm is None else warm), None
 
     def _warm_params(self, network):
-        """A copy (in ``dtype``) of the fitted weights to start from when ``warm_start`` and
-        fitted, else None; ValueError unless ``network`` (built from the new images and the
-        current parameters) is the fitted network."""
+        """A copy (in ``dtype``) of the fitted weights when ``warm_start`` and fitted, else
+        None; ValueError unless ``network`` (of the new images and parameters) is fitted's."""
         if not (self.warm_start and hasattr(self, "params_")):
             return None
         check_same_network(network, self.network_, "warm_start=True", self.params_.size)
         return np.array(self.params_, dtype=self.dtype)
 
-    def _train_validation(self, pairs, inputs, s, validation_data, groups):
-        """``(train, validation, held_out)``, each ``(pairs, s)``: training and validation
-        pairs scaled for the network, and the validation pairs as given (for the threshold).
-        ``validation_data``, else the pairs of held-out identities (``groups``), else a
-        stratified hold-out of ``pairs``."""
+    def _hold_out(self, data):
+        """``data.train``, ``data.validation`` (scaled) and ``data.held_out`` (as given, for
+        the threshold), each ``(pairs, s)``: ``validation_data``, else ``groups``, else a
+        stratified share."""
+        data.train, data.validation, data.held_out = self._split_pairs(
+            data.pairs, data.inputs, data.s, data.validation_data, data.groups)
+
+    def _split_pairs(self, pairs, inputs, s, validation_data, groups):
         if validation_data is not None:
             if len(validation_data) != 2:
                 raise ValueError("validation_data must be a (pairs, y) tuple.")
-            held_out = self._validate_images(validation_data[0], ndim=4,
-                                             what="validation pairs")
-            s_val = check_pair_labels(validation_data[1], held_out.shape[0],
-                                      require_both=True)
+            held_out = self._validate_images(validation_data[0], 4, "validation pairs")
+            s_val = check_pair_labels(validation_data[1], held_out.shape[0], require_both=True)
             return (inputs, s), (self._scaled(held_out), s_val), (held_out, s_val)
         if not self.early_stopping and groups is None:
             return (inputs, s), (None, None), (pairs, s)  # every pair trains
@@ -354,19 +345,35 @@ class SiameseCNN(SiameseLearner):
         return ((inputs[train], s[train]), (inputs[validation], s[validation]),
                 (pairs[validation], s[validation]))
 
-    def _stopping_options(self, network, val, s_val):
-        """:meth:`_solver_options` with the validation pairs ``val`` (None: none held out),
-        best or last weights as ``early_stopping`` says."""
+    def _objective_for(self, mapping, data, reference, loss, params):
+        """The siamese objective of the training pairs inside the training recipe
+        (augmentation, weight decay, learning-rate schedule); no ``lam`` penalty."""
+        train, s_train = data.train
+        recipe = sgd_recipe(data.augment, data.rng, self.weight_decay, self.learning_rate_schedule,
+                            steps_per_epoch(len(s_train), self.batch_size), self.max_epochs)
+        return make_objective(loss, mapping, train.reshape(len(train), 2, -1), s_train,
+                              params=params, recipe=recipe)
+
+    def _fit_solver(self, mapping, data):
+        """SGD in epochs, batches drawn by ``data.rng``, stopped early on the validation pairs'
+        maxDA (if any), best or last weights as ``early_stopping`` says."""
         public = lambda theta: theta.astype(self.dtype)  # noqa: E731
-        if val is None:
-            options = self._solver_options(public, solver="sgd", max_epochs=self.max_epochs)
-            return dict(options, n_iter_no_change=None, restore_best=False)
-        options = self._solver_options(public, self._validation_scorer(network, val), s_val,
-                                       validation=np.ones(len(s_val), dtype=bool),
+        val, s_val = data.validation
+        scorer = None if val is None else functools.partial(self._scorer, mapping, val)
+        validation = None if val is None else np.ones(len(s_val), dtype=bool)
+        options = self._solver_options(public, scorer, s_val, validation=validation,
                                        solver="sgd", max_epochs=self.max_epochs)
-        if not self.early_stopping:
+        if val is None or not self.early_stopping:
             options.update(n_iter_no_change=None, restore_best=False)
-        return options
+        return "sgd", dict(options, random_state=data.rng)
+
+    def _unpack_result(self, mapping, result, data):
+        self.network_ = mapping.network
+        self.params_ = result.x.astype(self.dtype)
+        self.n_epochs_, self.best_epoch_ = result.n_epochs, result.best_epoch
+
+    def _threshold_pairs(self, data):
+        return data.held_out  # the validation pairs as given (all pairs: none held out)
 
     def _loss_spec(self):
         """``loss`` with the hyper-parameters it takes, among Q (the bound of the energy of
@@ -376,18 +383,16 @@ class SiameseCNN(SiameseLearner):
         offered = {"Q": bound, "energy": self.energy, "margin": margin}
         return self.loss, {k: v for k, v in offered.items() if k in get_loss(self.loss).defaults}
 
-    def _validation_scorer(self, network, pairs):
-        """``rows -> (theta -> scores)`` of the validation pairs ``rows`` (the scorer of
-        ``SolverMixin._solver_options``, whose maxDA stops SGD early)."""
-        def scorer(rows):
-            chosen = pairs[rows]
+    def _scorer(self, mapping, pairs, rows):
+        """``theta -> scores`` of the scaled validation pairs ``pairs[rows]`` (gathered once),
+        embedded in batches of ``inference_batch_size`` images: the maxDA that stops SGD."""
+        chosen = pairs[rows]
 
-            def scores(theta):
-                a, b = (network.transform(theta, chosen[:, k], self.inference_batch_size)
-                        for k in (0, 1))
-                return self._score_embedded(a, b)
-            return scores
-        return scorer
+        def scores(theta):
+            a, b = (mapping.network.transform(theta, chosen[:, k], self.inference_batch_size)
+                    for k in (0, 1))
+            return self._score_embedded(a, b)
+        return scores
 
     # -- inputs ----------------------------------------------------------------------------
 
