@@ -26,6 +26,7 @@ from ..pairs.checks import (
 )
 from ..pairs.identity import similar_pair_classes
 from ..pairs.rows import l2_normalize
+from .plda import class_means, offset_scatter
 
 __all__ = ["LengthNormalizer", "LDA"]
 
@@ -192,12 +193,9 @@ class LDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         largest = largest_magnitude(X)
         e = scale_exponent(largest)  # 0 (bit-identical) unless |X| is beyond ~1e+-77
         X64 = np.ldexp(X.astype(np.float64), -e) if e else X.astype(np.float64)
-        counts = np.bincount(codes)
-        means = np.zeros((classes.size, d))
-        np.add.at(means, codes, X64)
-        means /= counts[:, None]
+        counts, means = class_means(X64, codes, classes.size)  # the one home (with PLDA)
         mean = X64.mean(axis=0)
-        within = (X64 - means[codes]).T @ (X64 - means[codes])
+        within = offset_scatter(X64, codes, means)
         D = (means - mean) * np.sqrt(counts)[:, None]
         between = D.T @ D
         within += self.reg * np.trace(within) / d * np.eye(d)

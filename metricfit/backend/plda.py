@@ -108,20 +108,45 @@ def class_statistics(X, codes, n_classes=None):
     array([[4., 0.],
            [0., 0.]])
     """
-    n, d = X.shape
+    counts, means = class_means(X, codes, n_classes)
+    scatter = offset_scatter(X, codes, means)
+    mu = means.mean(axis=0)
+    return counts, means - mu, mu, scatter
+
+
+def class_means(X, codes, n_classes=None):
+    """Counts (C,) and class means (C, d), both float64, of points X (n, d) with class codes
+    in 0..C-1: the sums by one sparse one-hot product in X's dtype. The one home of the class
+    statistics of PLDA (:func:`class_statistics`) and :class:`~metricfit.backend.LDA`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.backend.plda import class_means
+    >>> counts, means = class_means(np.array([[0.0, 1.0], [2.0, 3.0], [5.0, 5.0]]),
+    ...                             np.array([0, 0, 1]))
+    >>> counts.tolist(), means.tolist()
+    ([2.0, 1.0], [[1.0, 2.0], [5.0, 5.0]])
+    """
+    n = X.shape[0]
     C = int(codes.max()) + 1 if n_classes is None else n_classes
     onehot = sparse.csr_array((np.ones(n, dtype=X.dtype), (codes, np.arange(n))), shape=(C, n))
     counts = np.bincount(codes, minlength=C).astype(np.float64)
     sums = np.asarray(onehot @ X, dtype=np.float64)  # (C, d)
-    means = sums / counts[:, None]
+    return counts, sums / counts[:, None]
+
+
+def offset_scatter(X, codes, means):
+    """The within-class scatter ``sum_i (x_i - m_c(i))(x_i - m_c(i))^T`` (d, d), float64, a
+    block of rows at a time (one GEMM of the offsets in X's dtype per block)."""
+    d = X.shape[1]
     means_x = means.astype(X.dtype)
     scatter = np.zeros((d, d))
-    for start in range(0, n, BLOCK_ROWS):  # offsets a block of rows at a time
+    for start in range(0, X.shape[0], BLOCK_ROWS):
         rows = slice(start, start + BLOCK_ROWS)
         offsets = X[rows] - means_x[codes[rows]]
         scatter += offsets.T @ offsets
-    mu = means.mean(axis=0)
-    return counts, means - mu, mu, scatter
+    return scatter
 
 
 def plda_basis(B, W):

@@ -5,6 +5,8 @@ or underflow on the way to a representable result."""
 
 import numpy as np
 
+from .checks import float_dtype
+
 __all__ = ["l2_normalize", "unit_scale_rows", "unit_rows", "cosine_rows", "squared_distances",
            "l2_distances"]
 
@@ -22,8 +24,7 @@ def l2_normalize(X):
       Concentrative Metric Learning", IEEE Transactions on Cybernetics, 2018 (seed 004).
     """
     X = np.asarray(X)
-    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    X = X.astype(dtype, copy=False)
+    X = X.astype(float_dtype(X), copy=False)
     if X.ndim == 0 or X.size == 0:
         return X.copy()
     scale = np.max(np.abs(X), axis=-1, keepdims=True)
