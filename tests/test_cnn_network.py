@@ -16,8 +16,8 @@ from metricfit.cnn import (
     network_spec,
     num_threads,
 )
-from metricfit.cnn._threads import CHUNK
 from metricfit.cnn.objective import _seed_000_loss as embedding_cost_grad
+from metricfit.cnn.threads import CHUNK
 from metricfit.losses import square_exponential
 from metricfit.losses._energy import impostor
 from metricfit.losses.distances import energy

@@ -327,7 +327,7 @@ def test_the_private_import_check_finds_one(tmp_path, monkeypatch):
 
 
 # -- No room imports another room's private module (issue 25) -----------------------------
-# A module with a leading underscore anywhere in its path (``metricfit.cnn._tanh``) is its
+# A module with a leading underscore anywhere in its path (``metricfit.cnn._kernels``) is its
 # room's own business, whatever names it holds; what another room needs has a public home
 # (``metricfit.cnn.activations``, ``metricfit.pairs.rows``). The package root's shared helpers
 # at rank 0 are rooms of their own that anyone may import.

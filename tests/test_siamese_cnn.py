@@ -685,12 +685,12 @@ def test_is_a_preset_of_the_siamese_learners():
     assert score_kind(SiameseCNN(loss="cosine")) == "cosine"
 
 
-def test_public_homes_of_threads_and_image_checks():
-    """The thread control and the image check have public modules; the private ones re-export
-    the same objects."""
-    from metricfit.cnn import _threads, threads
-    from metricfit.features import _images, images
+def test_siamese_cnn_uses_the_public_homes_of_threads_and_image_checks():
+    """The thread control and the image check are read from their public modules (the
+    private shims are gone; tests/test_layout.py refuses cross-room private imports)."""
+    from metricfit.cnn import threads
+    from metricfit.features import images
+    from metricfit.learners import siamese_cnn
 
-    assert _threads.num_threads is threads.num_threads
-    assert _threads.n_threads is threads.n_threads and _threads.CHUNK == threads.CHUNK
-    assert _images.check_images is images.check_images
+    assert siamese_cnn.num_threads is threads.num_threads
+    assert siamese_cnn.check_images is images.check_images

@@ -20,9 +20,9 @@ Back-propagation through each layer (LeCun et al. 1998, appendix; seed 000 secti
 import numpy as np
 
 from . import _kernels
-from ._threads import map_chunks
 from ._workspace import empty, zeros
 from .activations import tanh_backward, tanh_forward
+from .threads import map_chunks
 
 __all__ = ["Conv2D", "Subsample", "Dense", "Tanh", "lenet_table", "dense_forward",
            "dense_backward", "tanh_backward"]

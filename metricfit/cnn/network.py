@@ -31,9 +31,9 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._deprecation import deprecated_aliases
-from ._threads import blas_single_threaded
 from ._workspace import empty
 from .layers import Conv2D, Dense, Subsample, Tanh, lenet_table
+from .threads import blas_single_threaded
 
 __all__ = ["NetworkSpec", "network_spec", "ConvNetwork"]
 

@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import PointOutputMixin, validate_params
 from .images import check_images
 
-__all__ = ["check_images"]  # re-exported from .images, its public home
+__all__ = []
 
 
 def check_fitted_images(estimator, X):

@@ -20,7 +20,7 @@ import numpy as np
 from ..pairs import check_pair_labels
 from ..pairs.checks import float_dtype
 from ..pairs.index import CHUNK_SIZE
-from ._scores import cosine_rows
+from ..pairs.rows import cosine_rows
 from .penalty import add_penalty
 
 

@@ -52,6 +52,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..pairs.rows import squared_distances
 from ._index import IndexPairObjective
 from ._linear import (
     CHUNK_SIZE,
@@ -60,7 +61,6 @@ from ._linear import (
     check_pair_data,
 )
 from ._linear import embedding_cost_grad as _embedding_cost_grad
-from ._scores import squared_distances
 from ._spec import LinearPath, PairLoss
 from .penalty import add_penalty
 

@@ -15,8 +15,8 @@ and ``dE/db = -dE/da`` for both. Each distance offers ``value_grad(a, b) -> (E, 
 (seed 000 eq. 8's Q). :func:`get_distance` turns a name ('l1', 'l2') into one.
 """
 
+from ..pairs.rows import l2_distances
 from ._energy import ENERGIES, energy, energy_bound
-from ._scores import l2_distances
 from ._spec import Stateless
 
 __all__ = ["L1Energy", "L2Energy", "DISTANCES", "get_distance", "energy", "energy_bound",

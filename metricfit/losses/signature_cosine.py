@@ -27,7 +27,7 @@ convention). Pairs are scored by the cosine.
 
 import numpy as np
 
-from ._scores import cosine_rows
+from ..pairs.rows import cosine_rows
 from ._spec import PairLoss
 
 __all__ = ["embedding_cost_grad", "pair_score", "DEFAULTS"]
