@@ -12,6 +12,7 @@ from ._version import __version__  # noqa: E402
 from .backend import LDA, LengthNormalizer  # noqa: E402
 from .learners import CSML, DDML, LDML, NCA, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN  # noqa: E402
 from .learners.plda import PLDA  # noqa: E402
+from .parallel import get_threads, set_threads, threads  # noqa: E402
 from .whitening import WCCN, WPCA  # noqa: E402
 
 __all__ = [
@@ -19,4 +20,5 @@ __all__ = [
     "WCCN", "WPCA", "backend", "metrics", "pairs",
     "__version__",
     "PLDA", "LDA", "LengthNormalizer",
+    "threads", "set_threads", "get_threads",
 ]

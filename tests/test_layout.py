@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "metricfit"
 # pairs (the data model) is the ground floor; then the rooms that import only it (and each
 # other, without a circle); learners; experiments; the command line.
 RANK = {
-    "_validation": 0, "_version": 0, "_files": 0, "_deprecation": 0, "pairs": 0,
+    "_validation": 0, "_version": 0, "_files": 0, "_deprecation": 0, "parallel": 0, "pairs": 0,
     "losses": 1, "mappings": 1, "cnn": 1, "optim": 1, "metrics": 1, "whitening": 1,
     "features": 1, "objective": 1, "datasets": 1, "backend": 1,
     "learners": 2,

@@ -17,6 +17,17 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 PUBLIC_NAMES = frozenset({
+    # issue 27: one thread setting for the package
+    "metricfit.get_threads",
+    "metricfit.parallel.blas_threads",
+    "metricfit.parallel.blocks",
+    "metricfit.parallel.get_threads",
+    "metricfit.parallel.map_blocks",
+    "metricfit.parallel.n_jobs_threads",
+    "metricfit.parallel.set_threads",
+    "metricfit.parallel.threads",
+    "metricfit.set_threads",
+    "metricfit.threads",
     # issue 25: the experiment room split by job; the experiments' pair drawing in pairs
     "metricfit.experiments.verification.ALIASES",
     "metricfit.experiments.verification.CNN_RECIPE",

@@ -14,16 +14,17 @@ parameter gradients are summed in chunk order: a result does not depend on how m
 computed it (bit for bit).
 
 The thread count is :func:`get_num_threads`: the innermost :func:`num_threads` context, else
-``numba.config.NUMBA_NUM_THREADS`` (the ``NUMBA_NUM_THREADS`` environment variable, default
-all CPUs).
+the package setting :func:`metricfit.parallel.get_threads` (:func:`metricfit.threads`,
+``METRICFIT_NUM_THREADS``, ``NUMBA_NUM_THREADS``).
 """
 
 import contextlib
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
 
-import numba
 from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
+
+from ..parallel import get_threads
 
 __all__ = ["CHUNK", "get_num_threads", "num_threads", "map_chunks", "blas_single_threaded",
            "n_threads"]
@@ -35,9 +36,10 @@ _BLAS = []  # the ThreadpoolController, made on first use
 
 
 def get_num_threads():
-    """Threads the convnet layers use in this context (>= 1)."""
+    """Threads the convnet layers use in this context (>= 1): the innermost
+    :func:`num_threads` block, else the package setting :func:`metricfit.parallel.get_threads`."""
     n = _THREADS.get()
-    return max(1, int(numba.config.NUMBA_NUM_THREADS if n is None else n))
+    return get_threads() if n is None else max(1, int(n))
 
 
 def n_threads(n_jobs):

@@ -1,0 +1,164 @@
+"""One thread setting for the whole package: numba kernels, thread pools and BLAS.
+
+metricfit's data-parallel kernels are serial numba functions compiled with ``nogil=True`` and
+``cache=True``; Python threads run them side by side on **fixed blocks** of the data
+(:func:`map_blocks`). numba's ``parallel=True`` is avoided because its compiled functions cannot
+be cached safely when the thread count changes, and its threads and OpenBLAS's spinning workers
+oversubscribe the cores (PERF-NOTES.md). The blocks do not depend on the thread count and their
+partial results are combined in block order by the caller, so a result is the same bit for bit
+on 1, 2 or 16 threads.
+
+The thread count is, in this order: the innermost :func:`threads` block; the value set by
+:func:`set_threads`; the ``METRICFIT_NUM_THREADS`` environment variable; numba's
+``NUMBA_NUM_THREADS`` (all CPUs unless set). The same count is handed to BLAS inside a
+:func:`threads` block (threadpoolctl), and :func:`blas_threads` narrows BLAS for the sections in
+which kernel threads and BLAS would run at once.
+
+Examples
+--------
+>>> import metricfit
+>>> with metricfit.threads(4):
+...     metricfit.get_threads()
+4
+"""
+
+import contextlib
+import contextvars
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
+
+__all__ = ["threads", "set_threads", "get_threads", "n_jobs_threads", "blas_threads",
+           "map_blocks", "blocks"]
+
+_CONTEXT = contextvars.ContextVar("metricfit_threads", default=None)
+_GLOBAL = [None]
+_POOLS = {}
+_BLAS = []  # the ThreadpoolController, made on first use
+
+
+def _check_count(n, name="n"):
+    if n is None:
+        return None
+    if isinstance(n, bool) or int(n) != n or int(n) < 1:
+        raise ValueError(f"{name} must be an integer >= 1 or None, got {n!r}.")
+    return int(n)
+
+
+def _default_threads():
+    env = os.environ.get("METRICFIT_NUM_THREADS")
+    if env:
+        try:
+            return _check_count(int(env), "METRICFIT_NUM_THREADS")
+        except ValueError as error:
+            raise ValueError(f"METRICFIT_NUM_THREADS must be an integer >= 1, got {env!r}."
+                             ) from error
+    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+
+
+def get_threads():
+    """The number of threads metricfit's kernels use here (>= 1)."""
+    n = _CONTEXT.get()
+    if n is None:
+        n = _GLOBAL[0]
+    return _default_threads() if n is None else n
+
+
+def set_threads(n):
+    """Set the package-wide thread count (None: back to the default); returns the old setting.
+
+    A :func:`threads` block takes precedence inside it.
+    """
+    old = _GLOBAL[0]
+    _GLOBAL[0] = _check_count(n)
+    return old
+
+
+def n_jobs_threads(n_jobs):
+    """The thread count of an estimator's ``n_jobs``: None -> None (the package setting), -1 ->
+    every CPU numba sees, else ``n_jobs`` (>= 1, else ValueError naming ``n_jobs``)."""
+    if n_jobs is None:
+        return None
+    if n_jobs == -1:
+        return max(1, int(numba.config.NUMBA_NUM_THREADS))
+    return _check_count(n_jobs, "n_jobs")
+
+
+def _controller():
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0]
+
+
+@contextlib.contextmanager
+def blas_threads(n):
+    """BLAS limited to ``n`` threads inside the block (``n`` None: left as it is)."""
+    n = _check_count(n)
+    if n is None:
+        yield
+        return
+    with _controller().limit(limits=n, user_api="blas"):
+        yield
+
+
+@contextlib.contextmanager
+def threads(n):
+    """Run metricfit's kernels, pools and BLAS on ``n`` threads inside the block.
+
+    ``n`` None leaves the current setting (and BLAS) as they are.
+    """
+    n = _check_count(n)
+    if n is None:
+        yield
+        return
+    token = _CONTEXT.set(n)
+    try:
+        with blas_threads(n):
+            yield
+    finally:
+        _CONTEXT.reset(token)
+
+
+def _pool(n):
+    if n not in _POOLS:
+        _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="metricfit")
+    return _POOLS[n]
+
+
+def blocks(n_items, block):
+    """The fixed work units: ``slice`` objects of ``block`` items covering ``range(n_items)``."""
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block}.")
+    return [slice(start, min(start + block, n_items)) for start in range(0, n_items, block)]
+
+
+def map_blocks(fn, n_items, block):
+    """``[fn(rows) for rows in blocks(n_items, block)]``, in block order, on
+    :func:`get_threads` threads.
+
+    ``fn`` should spend its time in ``nogil`` numba kernels or NumPy calls that release the GIL.
+    The blocks do not depend on the thread count: combine the returned list in order and the
+    result is the same on any number of threads. Called from inside a pool thread it runs
+    serially (no nested pools).
+    """
+    units = blocks(n_items, block)
+    n = min(get_threads(), len(units))
+    if n <= 1 or _in_pool():
+        return [fn(rows) for rows in units]
+    return list(_pool(n).map(_marked(fn), units))
+
+
+_IN_POOL = contextvars.ContextVar("metricfit_in_pool", default=False)
+
+
+def _in_pool():
+    return _IN_POOL.get()
+
+
+def _marked(fn):
+    def run(rows):
+        _IN_POOL.set(True)
+        return fn(rows)
+    return run

@@ -1,0 +1,87 @@
+"""The package-wide thread setting (metricfit.parallel): precedence, validation, fixed blocks."""
+
+import threading
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+import metricfit
+from metricfit import parallel
+from metricfit.cnn import get_num_threads, num_threads
+
+
+def _blas_threads():
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def test_threads_block_sets_the_count_and_blas_and_restores_them():
+    before, blas_before = metricfit.get_threads(), _blas_threads()
+    with metricfit.threads(1):
+        assert metricfit.get_threads() == 1
+        assert all(n == 1 for n in _blas_threads())
+        with metricfit.threads(3):
+            assert metricfit.get_threads() == 3
+        assert metricfit.get_threads() == 1
+    assert metricfit.get_threads() == before
+    assert _blas_threads() == blas_before
+
+
+def test_set_threads_is_the_default_and_a_block_wins():
+    old = metricfit.set_threads(2)
+    try:
+        assert metricfit.get_threads() == 2
+        with metricfit.threads(5):
+            assert metricfit.get_threads() == 5
+    finally:
+        metricfit.set_threads(old)
+
+
+def test_environment_variable(monkeypatch):
+    monkeypatch.setenv("METRICFIT_NUM_THREADS", "7")
+    assert metricfit.get_threads() == 7
+    monkeypatch.setenv("METRICFIT_NUM_THREADS", "seven")
+    with pytest.raises(ValueError, match="METRICFIT_NUM_THREADS"):
+        metricfit.get_threads()
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, "2", True])
+def test_bad_counts_are_refused(bad):
+    with pytest.raises((ValueError, TypeError)):
+        with metricfit.threads(bad):
+            pass
+    with pytest.raises(ValueError, match="n_jobs"):
+        parallel.n_jobs_threads(0)
+
+
+def test_convnet_threads_follow_the_package_setting():
+    with metricfit.threads(3):
+        assert get_num_threads() == 3
+        with num_threads(2):
+            assert get_num_threads() == 2
+
+
+def test_map_blocks_keeps_block_order_and_blocks_do_not_depend_on_threads():
+    seen = []
+
+    def work(rows):
+        seen.append(threading.get_ident())
+        return np.arange(rows.start, rows.stop).sum()
+
+    results = {}
+    for n in (1, 2, 3):
+        with metricfit.threads(n):
+            results[n] = parallel.map_blocks(work, 103, 10)
+    assert results[1] == results[2] == results[3]
+    assert results[1] == [np.arange(s, min(s + 10, 103)).sum() for s in range(0, 103, 10)]
+    assert [b.start for b in parallel.blocks(103, 10)] == list(range(0, 103, 10))
+    with pytest.raises(ValueError, match="block"):
+        parallel.blocks(10, 0)
+
+
+def test_nested_map_blocks_runs_serially_inside_a_pool():
+    def inner(rows):
+        return parallel.map_blocks(lambda r: r.stop - r.start, 5, 2)
+
+    with metricfit.threads(2):
+        assert parallel.map_blocks(inner, 4, 1) == [[2, 2, 1]] * 4
