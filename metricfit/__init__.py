@@ -8,6 +8,7 @@ Kernels are compiled by numba on first use, never at import.
 """
 
 from . import backend, metrics, pairs  # noqa: E402
+from ._array_api import array_api_dispatch  # noqa: E402
 from ._version import __version__  # noqa: E402
 from .backend import LDA, LengthNormalizer  # noqa: E402
 from .learners import CSML, DDML, LDML, NCA, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN  # noqa: E402
@@ -20,5 +21,5 @@ __all__ = [
     "WCCN", "WPCA", "backend", "metrics", "pairs",
     "__version__",
     "PLDA", "LDA", "LengthNormalizer",
-    "threads", "set_threads", "get_threads",
+    "threads", "set_threads", "get_threads", "array_api_dispatch",
 ]

@@ -17,6 +17,8 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 PUBLIC_NAMES = frozenset({
+    # issue 30: array-API dispatch
+    "metricfit.array_api_dispatch",
     # issue 27: one thread setting for the package
     "metricfit.get_threads",
     "metricfit.parallel.blas_threads",
