@@ -38,13 +38,14 @@ scheduler.
 import numpy as np
 from numba import njit
 
-from ..pairs.index import check_index_pair_data
+from ..pairs.index import check_index_pair_data, scatter_pair_rows
 from ..pairs.passes import make_passes
 from ._linear import CHUNK_SIZE, PreparedObjective
+from ._rows import grouped_sum, run_blocks
 
 __all__ = ["IndexPairObjective", "project_rows", "linear_pair_block"]
 
-PAIR_BLOCK = 64  # pairs gathered at a time into the cache-resident buffers of pass 2
+PAIR_BLOCK = 64  # pairs per partial cost sum of pass 2 (the order the serial kernel summed in)
 
 
 def project_rows(X_block, A):
@@ -52,42 +53,43 @@ def project_rows(X_block, A):
     return X_block @ A.T
 
 
-@njit(cache=False)  # takes the loss kernel as an argument: numba types it by address
-def _gather_loss_scatter(kernel, E, first, second, s, R, *kernel_args):  # pragma: no cover
-    """For blocks of PAIR_BLOCK pairs: gather ``E[p_i]``, ``E[q_i]`` into two small buffers,
-    let ``kernel`` overwrite them with dJ_i/da_i, dJ_i/db_i, scatter-add them onto R[p_i],
-    R[q_i]. The buffers stay in cache, so each pair costs two row reads of E and two
-    read-modify-writes of R. Serial and in order: the sums are deterministic."""
-    m, k = first.shape[0], E.shape[1]
-    size = min(PAIR_BLOCK, m)
-    buf1 = np.empty((size, k), dtype=E.dtype)
-    buf2 = np.empty((size, k), dtype=E.dtype)
-    total = 0.0
-    for start in range(0, m, size):
-        b = min(size, m - start)
-        for i in range(b):
-            p, q = first[start + i], second[start + i]
-            for j in range(k):
-                buf1[i, j] = E[p, j]
-                buf2[i, j] = E[q, j]
-        total += kernel(buf1[:b], buf2[:b], s[start:start + b], *kernel_args)
-        for i in range(b):
-            p, q = first[start + i], second[start + i]
-            for j in range(k):
-                R[p, j] += buf1[i, j]
-                R[q, j] += buf2[i, j]
-    return total
+@njit(cache=True, nogil=True)
+def _gather_rows(E, first, second, G1, G2, lo, hi):  # pragma: no cover (compiled)
+    """``G1[i] = E[first[i]]``, ``G2[i] = E[second[i]]`` for the pairs lo..hi-1."""
+    k = E.shape[1]
+    for i in range(lo, hi):
+        p, q = first[i], second[i]
+        for j in range(k):
+            G1[i, j] = E[p, j]
+            G2[i, j] = E[q, j]
 
 
 def linear_pair_block(E, index, s, R, kernel, *kernel_args):
     """Pass 2 of a linear map over one chunk of index pairs; returns ``(sum_i J_i,)``.
 
-    Gathers ``a_i = E[p_i]``, ``b_i = E[q_i]``, lets the loss's fused ``kernel(a, b, s,
-    *kernel_args)`` overwrite them with dJ_i/da_i, dJ_i/db_i (the kernel of the 3-D path),
-    and scatter-adds those onto the rows p_i, q_i of R (n_points, k).
+    Gathers ``a_i = E[p_i]``, ``b_i = E[q_i]``, lets the loss's fused kernel (a
+    :class:`metricfit.losses._rows.PairKernel`, the kernel of the 3-D path) overwrite them with
+    dJ_i/da_i, dJ_i/db_i, and scatter-adds those onto the rows p_i, q_i of R (n_points, k).
+
+    On every core, with the result of one thread bit for bit: the gather and the kernel run on
+    fixed blocks of pairs (each writes its own rows of the (m, k) buffers and its own J_i);
+    the scatter-add runs on fixed ranges of points, each row of R receiving its additions in
+    pair order (:func:`metricfit.pairs.index.scatter_pair_rows`); the costs are summed in pair
+    order, by blocks of :data:`PAIR_BLOCK` pairs as the serial kernel did.
     """
     first, second = np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
-    return (_gather_loss_scatter(kernel, E, first, second, s, R, *kernel_args),)
+    m, k = first.shape[0], E.shape[1]
+    G1, G2 = np.empty((m, k), dtype=E.dtype), np.empty((m, k), dtype=E.dtype)  # (m, k)
+    out = np.empty(m)  # (m,) J_i
+    extra = kernel.extra + tuple(kernel_args)
+
+    def gather_loss(lo, hi):
+        _gather_rows(E, first, second, G1, G2, lo, hi)
+        kernel.rows(G1, G2, s, *extra, out, lo, hi)
+
+    run_blocks(gather_loss, m, k)
+    scatter_pair_rows(R, first, second, G1, G2)
+    return (grouped_sum(out, PAIR_BLOCK),)
 
 
 class IndexPairObjective(PreparedObjective):
@@ -103,11 +105,11 @@ class IndexPairObjective(PreparedObjective):
         In memory, a memmap (read in blocks of rows) or a Dask array (map-reduce).
     index : array-like of shape (n_pairs, 2), integer
     s : array-like of shape (n_pairs,)
-    kernel : callable
-        The loss's fused embedding kernel ``kernel(P1, P2, s, *kernel_args) -> sum_i J_i``,
-        overwriting P1, P2 with dJ_i/da_i, dJ_i/db_i.
+    kernel : metricfit.losses._rows.PairKernel
+        The loss's fused embedding kernel ``kernel(P1, P2, s) -> sum_i J_i``, overwriting P1,
+        P2 with dJ_i/da_i, dJ_i/db_i; its rows kernel runs on the gathered pairs.
     kernel_args : tuple, default=()
-        Extra scalars of the kernel (DDML's T and tau).
+        Extra scalars of the rows kernel, after the kernel's own.
     lam, A0, chunk_size
         As :class:`metricfit.losses._linear.PreparedObjective`.
 

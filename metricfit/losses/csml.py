@@ -39,6 +39,7 @@ from ._linear import (
     cosine_scores,
 )
 from ._linear import embedding_cost_grad as _embedding_cost_grad
+from ._rows import PairKernel
 from ._spec import LinearPath, PairLoss
 from .penalty import add_penalty
 
@@ -46,12 +47,12 @@ __all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "
            "DEFAULTS"]
 
 
-@njit(cache=True)
-def _embedding_grad_inplace(P1, P2, s):  # pragma: no cover (compiled)
-    """Overwrite a_i, b_i with dJ_i/da_i, dJ_i/db_i of J_i = -s_i cos(a_i, b_i); return sum J_i."""
-    n, k = P1.shape
-    total = 0.0
-    for i in range(n):
+@njit(cache=True, nogil=True)
+def _grad_rows(P1, P2, s, out, lo, hi):  # pragma: no cover (compiled)
+    """Rows lo..hi-1: a_i, b_i -> dJ_i/da_i, dJ_i/db_i of J_i = -s_i cos(a_i, b_i) in place,
+    ``out[i] = J_i`` (float64)."""
+    k = P1.shape[1]
+    for i in range(lo, hi):
         aa = 0.0
         bb = 0.0
         ab = 0.0
@@ -67,7 +68,7 @@ def _embedding_grad_inplace(P1, P2, s):  # pragma: no cover (compiled)
             # normalised form (s/|a|)(cos a/|a| - b/|b|): no |a||b| product to underflow
             si = s[i]
             cos = min(max((ab / na) / nb, -1.0), 1.0)
-            total -= si * cos
+            out[i] = -(si * cos)
             inv_a = 1.0 / na
             inv_b = 1.0 / nb
             for j in range(k):
@@ -76,10 +77,14 @@ def _embedding_grad_inplace(P1, P2, s):  # pragma: no cover (compiled)
                 P1[i, j] = si * inv_a * (cos * a_unit - b_unit)
                 P2[i, j] = si * inv_b * (cos * b_unit - a_unit)
         else:
+            out[i] = 0.0
             for j in range(k):
                 P1[i, j] = 0.0
                 P2[i, j] = 0.0
-    return total
+
+
+# kernel(P1, P2, s) -> sum_i J_i on every core, summed in pair order (metricfit.losses._rows)
+_embedding_grad_inplace = PairKernel(_grad_rows)
 
 
 def embedding_cost_grad(a, b, s, validated=False):

@@ -61,6 +61,7 @@ from ._linear import (
     check_pair_data,
 )
 from ._linear import embedding_cost_grad as _embedding_cost_grad
+from ._rows import PairKernel, ordered_sum, run_rows, tiny
 from ._spec import LinearPath, PairLoss
 from .penalty import add_penalty
 
@@ -77,48 +78,55 @@ def _softplus_sigmoid(t):  # pragma: no cover (compiled)
     return sp, sig
 
 
-@njit(cache=True)
-def _delta_grad_inplace(P, s, T, tau):  # pragma: no cover (compiled)
-    """Overwrite each row p_i = A delta_i of P with s_i sigma(T z_i) p_i; return sum_i J_i.
+@njit(cache=True, nogil=True)
+def _delta_rows(P, s, T, tau, tiny, out, lo, hi):  # pragma: no cover (compiled)
+    """Rows lo..hi-1 of P: p_i = A delta_i -> s_i sigma(T z_i) p_i in place, ``out[i] = J_i``.
 
-    z_i = 1 - s_i (tau - |p_i|^2) and J_i = 1/2 g(z_i) (seed 004 eqs. 5-6).
+    z_i = 1 - s_i (tau - |p_i|^2) and J_i = 1/2 g(z_i) (seed 004 eqs. 5-6). Entries below
+    ``tiny`` in magnitude are written as 0 (no subnormal into the GEMM, module docstring of
+    :mod:`metricfit.losses._rows`).
     """
-    n, k = P.shape
-    total = 0.0
-    for i in range(n):
+    k = P.shape[1]
+    for i in range(lo, hi):
         dd = 0.0
         for j in range(k):
             p = np.float64(P[i, j])
             dd += p * p
         si = np.float64(s[i])
         sp, sig = _softplus_sigmoid(T * (1.0 - si * (tau - dd)))
-        total += 0.5 * sp / T
+        out[i] = 0.5 * sp / T
         w = si * sig
         for j in range(k):
-            P[i, j] = w * P[i, j]
-    return total
+            g = w * P[i, j]
+            P[i, j] = g if abs(g) >= tiny else 0.0
 
 
-@njit(cache=True)
-def _embedding_grad_inplace(P1, P2, s, T, tau):  # pragma: no cover (compiled)
-    """Overwrite a_i, b_i with dJ_i/da_i = s_i sigma(T z_i)(a_i - b_i) = -dJ_i/db_i;
-    return sum_i J_i."""
-    n, k = P1.shape
-    total = 0.0
-    for i in range(n):
+@njit(cache=True, nogil=True)
+def _grad_rows(P1, P2, s, T, tau, out, lo, hi):  # pragma: no cover (compiled)
+    """Rows lo..hi-1: a_i, b_i -> dJ_i/da_i = s_i sigma(T z_i)(a_i - b_i) = -dJ_i/db_i in
+    place, ``out[i] = J_i``."""
+    k = P1.shape[1]
+    for i in range(lo, hi):
         dd = 0.0
         for j in range(k):
             p = np.float64(P1[i, j]) - np.float64(P2[i, j])
             dd += p * p
         si = np.float64(s[i])
         sp, sig = _softplus_sigmoid(T * (1.0 - si * (tau - dd)))
-        total += 0.5 * sp / T
+        out[i] = 0.5 * sp / T
         w = si * sig
         for j in range(k):
             g = w * (np.float64(P1[i, j]) - np.float64(P2[i, j]))
             P1[i, j] = g
             P2[i, j] = -g
-    return total
+
+
+def _delta_grad_inplace(P, s, T, tau):
+    """Every row p_i of P -> s_i sigma(T z_i) p_i on every core; return sum_i J_i (in pair
+    order)."""
+    out = np.empty(P.shape[0])
+    run_rows(_delta_rows, P.shape[0], P.shape[1], P, s, T, tau, tiny(P.dtype), out)
+    return ordered_sum(out)
 
 
 def _check_hyper(T, tau, lam=0.0):
@@ -133,12 +141,9 @@ def _check_hyper(T, tau, lam=0.0):
 
 
 def _bind(T, tau):
-    """The embedding kernel with T and tau bound: ``kernel(P1, P2, s) -> sum_i J_i``."""
-
-    def kernel(P1, P2, s):
-        return _embedding_grad_inplace(P1, P2, s, T, tau)
-
-    return kernel
+    """The embedding kernel with T and tau bound: ``kernel(P1, P2, s) -> sum_i J_i``, on
+    every core (:class:`metricfit.losses._rows.PairKernel`)."""
+    return PairKernel(_grad_rows, T, tau)
 
 
 def _delta_cost_grad(A, X1, X2, s, T, tau, chunk_size, D=None):
@@ -282,7 +287,7 @@ def index_objective(points, index, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_s
     points with opposite signs (:mod:`metricfit.losses._index`).
     """
     T, tau, _ = _check_hyper(T, tau)
-    return IndexPairObjective(points, index, s, _embedding_grad_inplace, (T, tau), lam=lam,
+    return IndexPairObjective(points, index, s, _bind(T, tau), lam=lam,
                               A0=A0, chunk_size=chunk_size, validated=validated)
 
 

@@ -57,9 +57,10 @@ from numba import njit
 
 from ..pairs import check_points
 from ..pairs.checks import float_dtype
-from ..pairs.index import IndexPairs, score_index_pairs
+from ..pairs.index import IndexPairs, scatter_by_points, score_index_pairs
 from ._index import check_index_pair_data, make_passes
 from ._linear import CHUNK_SIZE, check_pair_data
+from ._rows import run_rows, tiny
 from .penalty import add_penalty
 
 __all__ = ["cost_grad", "objective", "index_objective", "pair_probability", "pack", "unpack",
@@ -76,48 +77,79 @@ def _pair_cost_weight(dist, si, b):  # pragma: no cover (compiled)
     return J, si * (1.0 / (1.0 + e) if v >= 0.0 else e / (1.0 + e))
 
 
-@njit(cache=True)
-def _weights_inplace(DM, D, s, b):  # pragma: no cover (compiled)
-    """Overwrite each row of DM = D M with w_i delta_i, w_i = t_i - p_i; return
-    (sum_i J_i, sum_i w_i) with J_i = softplus(-s_i u_i), u_i = b - delta_i^T M delta_i."""
-    n, d = D.shape
-    total = 0.0
-    sum_w = 0.0
-    for i in range(n):
+@njit(cache=True, nogil=True)
+def _weight_rows(DM, D, s, b, tiny, out, lo, hi):  # pragma: no cover (compiled)
+    """Rows lo..hi-1 of DM = D M -> w_i delta_i in place (w_i = t_i - p_i), ``out[i] =
+    (J_i, w_i)`` with J_i = softplus(-s_i u_i), u_i = b - delta_i^T M delta_i.
+
+    Entries below ``tiny`` in magnitude are written as 0: a weight deep in the sigmoid's
+    tail would otherwise put float32 subnormals into the GEMM ``(w D)^T D`` (the cause of
+    LDML float32 at 3x its bound on a Xeon; :mod:`metricfit.losses._rows`).
+    """
+    d = D.shape[1]
+    for i in range(lo, hi):
         dist = 0.0
         for j in range(d):
             dist += np.float64(DM[i, j]) * np.float64(D[i, j])
         J, w = _pair_cost_weight(dist, np.float64(s[i]), b)
-        total += J
-        sum_w += w
+        out[i, 0] = J
+        out[i, 1] = w
         for j in range(d):
-            DM[i, j] = w * D[i, j]
+            g = w * D[i, j]
+            DM[i, j] = g if abs(g) >= tiny else 0.0
+
+
+@njit(cache=True, nogil=True)
+def _ordered_sums2(out):  # pragma: no cover (compiled)
+    """(sum_i out[i, 0], sum_i out[i, 1]), each in row order."""
+    total = 0.0
+    sum_w = 0.0
+    for i in range(out.shape[0]):
+        total += out[i, 0]
+        sum_w += out[i, 1]
     return total, sum_w
 
 
-@njit(cache=True)
-def _index_weights_scatter(E, first, second, s, b, R):  # pragma: no cover (compiled)
-    """For pairs (p_i, q_i) of rows of E = [X M, X] (n_points, 2d): the distance
-    ``(E[p] - E[q])[:d] . (E[p] - E[q])[d:] = delta_i^T M delta_i``, (J_i, w_i), and
-    ``R[p_i] += w_i delta_i``, ``R[q_i] -= w_i delta_i``; return (sum_i J_i, sum_i w_i).
-    No temporaries: two row reads of E and two read-modify-writes of R per pair."""
-    m, d = first.shape[0], R.shape[1]
-    total = 0.0
-    sum_w = 0.0
-    for i in range(m):
+def _weights_inplace(DM, D, s, b):
+    """Every row of DM = D M -> w_i delta_i on every core; return (sum_i J_i, sum_i w_i),
+    summed in pair order."""
+    out = np.empty((D.shape[0], 2))
+    run_rows(_weight_rows, D.shape[0], D.shape[1], DM, D, s, b, tiny(DM.dtype), out)
+    return _ordered_sums2(out)
+
+
+@njit(cache=True, nogil=True)
+def _index_weight_rows(E, first, second, s, b, out, lo, hi):  # pragma: no cover (compiled)
+    """For the pairs lo..hi-1 (p_i, q_i) of rows of E = [X M, X] (n_points, 2d): the distance
+    ``(E[p] - E[q])[:d] . (E[p] - E[q])[d:] = delta_i^T M delta_i`` and ``out[i] = (J_i,
+    w_i)``. Two row reads of E per pair, no temporaries."""
+    d = E.shape[1] // 2
+    for i in range(lo, hi):
         p, q = first[i], second[i]
         dist = 0.0
         for j in range(d):
             dist += ((np.float64(E[p, j]) - np.float64(E[q, j]))
                      * (np.float64(E[p, d + j]) - np.float64(E[q, d + j])))
         J, w = _pair_cost_weight(dist, np.float64(s[i]), b)
-        total += J
-        sum_w += w
-        for j in range(d):
-            g = w * (np.float64(E[p, d + j]) - np.float64(E[q, d + j]))
-            R[p, j] += g
-            R[q, j] -= g
-    return total, sum_w
+        out[i, 0] = J
+        out[i, 1] = w
+
+
+@njit(cache=True, nogil=True)
+def _index_scatter_sides(E, first, second, out, R, order, lo, hi):  # pragma: no cover
+    """``R[p_i] += w_i delta_i`` (side 2i) and ``R[q_i] -= w_i delta_i`` (side 2i + 1) for the
+    sides ``order[lo:hi]``, in that order; ``delta_i = (E[p_i] - E[q_i])[d:]``."""
+    d = R.shape[1]
+    for t in range(lo, hi):
+        e = order[t]
+        i = e // 2
+        p, q, w = first[i], second[i], out[i, 1]
+        if e % 2 == 0:
+            for j in range(d):
+                R[p, j] += w * (np.float64(E[p, d + j]) - np.float64(E[q, d + j]))
+        else:
+            for j in range(d):
+                R[q, j] -= w * (np.float64(E[p, d + j]) - np.float64(E[q, d + j]))
 
 
 @njit(cache=True)
@@ -351,10 +383,14 @@ def _index_pair_block(E, index, s, R, b):
     ``[delta_i M, delta_i]`` is the difference of two rows of E: O(d) per pair, where the
     pairs of vectors need the O(m d^2) GEMM ``D M``. The weights ``w_i delta_i`` are
     scattered onto R with ``+`` at p_i and ``-`` at q_i, so that ``R^T X = sum_i w_i
-    delta_i delta_i^T`` (:func:`_index_weights_scatter`).
+    delta_i delta_i^T`` (:func:`_index_weight_rows`, :func:`_index_scatter_sides`): on every
+    core, each row of R receiving its additions in pair order, the sums in pair order.
     """
     first, second = np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
-    return _index_weights_scatter(E, first, second, s, b, R)
+    out = np.empty((first.shape[0], 2))  # (m, 2): J_i, w_i
+    run_rows(_index_weight_rows, first.shape[0], E.shape[1], E, first, second, s, b, out)
+    scatter_by_points(_index_scatter_sides, first, second, R.shape[0], E, first, second, out, R)
+    return _ordered_sums2(out)
 
 
 class LDMLIndexObjective(LDMLObjective):

@@ -52,6 +52,7 @@ from ._linear import (
     cosine_scores,
 )
 from ._linear import embedding_cost_grad as _embedding_cost_grad
+from ._rows import PairKernel, ordered_sum, run_rows
 from ._spec import LinearPath, PairLoss
 from .penalty import add_penalty
 
@@ -59,12 +60,12 @@ __all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "
            "DEFAULTS"]
 
 
-@njit(cache=True)
-def _embedding_grad_inplace(P1, P2, s):  # pragma: no cover (compiled)
-    """Overwrite a_i -> a_i - c_i/|c_i| and b_i -> b_i - s_i c_i/|c_i|; return sum_i J_i."""
-    n, k = P1.shape
-    total = 0.0
-    for i in range(n):
+@njit(cache=True, nogil=True)
+def _grad_rows(P1, P2, s, out, lo, hi):  # pragma: no cover (compiled)
+    """Rows lo..hi-1: a_i -> a_i - c_i/|c_i|, b_i -> b_i - s_i c_i/|c_i| in place and
+    ``out[i] = J_i`` (eq. 4), in float64."""
+    k = P1.shape[1]
+    for i in range(lo, hi):
         si = s[i]
         aa = 0.0
         bb = 0.0
@@ -77,7 +78,7 @@ def _embedding_grad_inplace(P1, P2, s):  # pragma: no cover (compiled)
             bb += b * b
             cc += c * c
         norm_c = np.sqrt(cc)
-        total += 0.5 * aa + 0.5 * bb - norm_c + 1.0
+        out[i] = 0.5 * aa + 0.5 * bb - norm_c + 1.0
         inv = 1.0 / norm_c if norm_c > 0.0 else 0.0
         for j in range(k):
             a = P1[i, j]
@@ -85,24 +86,32 @@ def _embedding_grad_inplace(P1, P2, s):  # pragma: no cover (compiled)
             unit = (a + si * b) * inv
             P1[i, j] = a - unit
             P2[i, j] = b - si * unit
-    return total
 
 
-@njit(cache=True)
-def _normalise_rows_inplace(C):  # pragma: no cover (compiled)
-    """Overwrite each row c_i of C with c_i/|c_i| (0 where c_i = 0); return sum_i |c_i|."""
-    n, k = C.shape
-    total = 0.0
-    for i in range(n):
+@njit(cache=True, nogil=True)
+def _normalise_rows(C, out, lo, hi):  # pragma: no cover (compiled)
+    """Rows lo..hi-1 of C: c_i -> c_i/|c_i| in place (0 where c_i = 0), ``out[i] = |c_i|``."""
+    k = C.shape[1]
+    for i in range(lo, hi):
         cc = 0.0
         for j in range(k):
             cc += C[i, j] * C[i, j]
         norm_c = np.sqrt(cc)
-        total += norm_c
+        out[i] = norm_c
         inv = 1.0 / norm_c if norm_c > 0.0 else 0.0
         for j in range(k):
             C[i, j] *= inv
-    return total
+
+
+# kernel(P1, P2, s) -> sum_i J_i on every core, summed in pair order (metricfit.losses._rows)
+_embedding_grad_inplace = PairKernel(_grad_rows)
+
+
+def _normalise_rows_inplace(C):
+    """Every row c_i of C -> c_i/|c_i| on every core; return sum_i |c_i| (in row order)."""
+    out = np.empty(C.shape[0])
+    run_rows(_normalise_rows, C.shape[0], C.shape[1], C, out)
+    return ordered_sum(out)
 
 
 def embedding_cost_grad(a, b, s, validated=False):

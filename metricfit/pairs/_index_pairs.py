@@ -9,6 +9,8 @@ from numbers import Integral
 import numpy as np
 from numba import njit
 
+from ..parallel import blas_threads, get_threads, map_blocks
+
 __all__ = ["IndexPairs"]
 
 
@@ -55,6 +57,79 @@ def scatter_add_rows(R, rows, D, weight):  # pragma: no cover (compiled)
         r = rows[i]
         for j in range(k):
             R[r, j] += weight * D[i, j]
+
+
+POINT_BUCKETS = 32  # fixed ranges of points that the parallel scatter-add writes, one a task
+
+
+@njit(cache=True, nogil=True)
+def _bucket_sides(first, second, size, n_buckets):  # pragma: no cover (compiled)
+    """A counting sort of the 2m sides (2i: point first[i], 2i + 1: point second[i]) by the
+    range of ``size`` points their point falls in, each range's sides kept in (pair, side)
+    order; returns (starts (n_buckets + 1,), order (2m,))."""
+    m = first.shape[0]
+    starts = np.zeros(n_buckets + 1, dtype=np.int64)
+    for i in range(m):
+        starts[first[i] // size + 1] += 1
+        starts[second[i] // size + 1] += 1
+    for b in range(n_buckets):
+        starts[b + 1] += starts[b]
+    fill = starts[:-1].copy()
+    order = np.empty(2 * m, dtype=np.int64)
+    for i in range(m):
+        b = first[i] // size
+        order[fill[b]] = 2 * i
+        fill[b] += 1
+        b = second[i] // size
+        order[fill[b]] = 2 * i + 1
+        fill[b] += 1
+    return starts, order
+
+
+@njit(cache=True, nogil=True)
+def _scatter_sides(R, first, second, G1, G2, order, lo, hi):  # pragma: no cover (compiled)
+    """``R[first[i]] += G1[i]`` (side 2i) and ``R[second[i]] += G2[i]`` (side 2i + 1) for the
+    sides ``order[lo:hi]``, in that order."""
+    k = R.shape[1]
+    for t in range(lo, hi):
+        e = order[t]
+        i = e // 2
+        if e % 2 == 0:
+            p = first[i]
+            for j in range(k):
+                R[p, j] += G1[i, j]
+        else:
+            q = second[i]
+            for j in range(k):
+                R[q, j] += G2[i, j]
+
+
+def scatter_by_points(kernel, first, second, n_points, *args):
+    """Run a scatter-add ``kernel(*args, order, lo, hi)`` over the 2m sides of the pairs
+    (``order[t]`` = 2i for point first[i], 2i + 1 for second[i]) on every core, with a result
+    that does not depend on the thread count.
+
+    On one thread: one call over the sides in (pair, side) order. Else the sides are sorted
+    (stably) into :data:`POINT_BUCKETS` fixed ranges of points and each range is one task:
+    no two tasks write the same row, and each row still receives its additions in (pair,
+    side) order, so the sums are the same bit for bit as on one thread.
+    """
+    n_threads = get_threads()
+    if n_threads <= 1 or first.shape[0] < 64:
+        kernel(*args, np.arange(2 * first.shape[0]), 0, 2 * first.shape[0])
+        return
+    size = -(-int(n_points) // POINT_BUCKETS)
+    n_buckets = -(-int(n_points) // size)
+    starts, order = _bucket_sides(first, second, size, n_buckets)
+    with blas_threads(1):
+        map_blocks(lambda b: kernel(*args, order, starts[b.start], starts[b.stop]),
+                   n_buckets, 1)
+
+
+def scatter_pair_rows(R, first, second, G1, G2):
+    """``R[first[i]] += G1[i]``, ``R[second[i]] += G2[i]`` for every pair i, in pair order for
+    each row of R (rows repeated or not), on every core (:func:`scatter_by_points`)."""
+    scatter_by_points(_scatter_sides, first, second, R.shape[0], R, first, second, G1, G2)
 
 
 def normalised_points(points, normalise):

@@ -42,6 +42,8 @@ from ._index_pairs import (  # noqa: F401
     pairs_as_given,
     read_rows,
     scatter_add_rows,
+    scatter_by_points,
+    scatter_pair_rows,
 )
 from .checks import FLOAT_DTYPES, check_pair_labels, check_pairs, check_points, float_dtype
 from .identity import similar_pair_classes  # noqa: F401

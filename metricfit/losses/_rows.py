@@ -1,0 +1,123 @@
+"""Running the linear losses' fused per-pair kernels on every core, with results that do not
+depend on the thread count.
+
+The fused kernels between the GEMMs of a linear loss (TSML's ``c/|c|``, CSML's cosine
+gradients, DDML's and LDML's weights) work row by row: pair i reads row i of the embeddings
+and writes row i of the per-pair gradients. Each kernel here is a serial, ``nogil``,
+``cache=True`` numba function over a *range of rows* ``[lo, hi)`` that also writes each pair's
+cost term into ``out[i]`` (float64). :func:`run_rows` runs such a kernel on fixed blocks of
+rows (:data:`ROW_ELEMENTS` matrix entries each, whatever the thread count) over the package's
+thread pool (:func:`metricfit.parallel.map_blocks`), and the cost is then summed over the
+pairs *in pair order* by :func:`ordered_sum`. Every row is computed by the same code whatever
+block it falls in, and the sum runs in one fixed order, so cost and gradient are the same bit
+for bit on 1, 2 or 16 threads -- and the same as the serial kernels they replace, whose single
+accumulator ran in the same order.
+
+Why not ``parallel=True``: its compiled functions cache poorly and its own threads spin next to
+OpenBLAS's (PERF-NOTES.md); a pool of Python threads over ``nogil`` kernels keeps the cache
+and the package's one thread setting. BLAS is held to one thread while the kernel threads run
+(:func:`kernel_section`), and gets all of them back for the GEMMs around them.
+
+Subnormal numbers
+-----------------
+A weighted row ``w_i delta_i`` with a tiny weight (LDML's and DDML's sigmoid far in its tail)
+rounds to float32 subnormals, and subnormal operands slow an sgemm on many x86 CPUs by an
+order of magnitude (microcode assists; LDML float32 ran at 3x its GEMM bound on a Xeon). The
+weighting kernels write such entries as 0 (:data:`TINY` of the dtype): what flush-to-zero
+hardware would do, a change far below the float32 rounding of any sum they enter.
+"""
+
+import contextlib
+
+import numpy as np
+from numba import njit
+
+from ..parallel import blas_threads, get_threads, map_blocks
+
+__all__ = ["run_rows", "run_blocks", "ordered_sum", "grouped_sum", "kernel_section", "row_block", "tiny"]
+
+ROW_ELEMENTS = 1 << 15  # matrix entries per fixed block of rows (~256 KB of float64)
+
+
+def row_block(width):
+    """Rows per fixed block for rows of ``width`` entries (independent of the thread count)."""
+    return max(16, ROW_ELEMENTS // max(1, int(width)))
+
+
+def tiny(dtype):
+    """The smallest normal number of ``dtype``: weighted entries below it are written as 0."""
+    return float(np.finfo(dtype).tiny)
+
+
+@contextlib.contextmanager
+def kernel_section(n_threads):
+    """BLAS on one thread while ``n_threads`` > 1 kernel threads run (no oversubscription)."""
+    if n_threads <= 1:
+        yield
+        return
+    with blas_threads(1):
+        yield
+
+
+def run_blocks(fn, n_rows, width):
+    """``fn(lo, hi)`` over ``[0, n_rows)``: one call ``fn(0, n_rows)`` on one thread, else on
+    fixed blocks of :func:`row_block` rows on :func:`metricfit.parallel.get_threads` threads.
+
+    ``fn`` must write only rows ``[lo, hi)`` of its outputs (so blocks never meet); the result
+    is then the same for any split of the rows, hence for any thread count.
+    """
+    block = row_block(width)
+    n_threads = min(get_threads(), -(-n_rows // block))
+    if n_threads <= 1:
+        fn(0, n_rows)
+        return
+    with kernel_section(n_threads):
+        map_blocks(lambda rows: fn(rows.start, rows.stop), n_rows, block)
+
+
+def run_rows(kernel, n_rows, width, *args):
+    """``kernel(*args, lo, hi)`` over ``[0, n_rows)`` by :func:`run_blocks`."""
+    run_blocks(lambda lo, hi: kernel(*args, lo, hi), n_rows, width)
+
+
+@njit(cache=True, nogil=True)
+def ordered_sum(values):  # pragma: no cover (compiled)
+    """``sum(values)`` from the first entry to the last (float64), one accumulator."""
+    total = 0.0
+    for i in range(values.shape[0]):
+        total += values[i]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def grouped_sum(values, group):  # pragma: no cover (compiled)
+    """The sum of the in-order sums of consecutive groups of ``group`` entries (the order in
+    which a kernel called on blocks of ``group`` pairs summed its costs)."""
+    total = 0.0
+    n = values.shape[0]
+    for start in range(0, n, group):
+        part = 0.0
+        for i in range(start, min(start + group, n)):
+            part += values[i]
+        total += part
+    return total
+
+
+class PairKernel:
+    """``kernel(P1, P2, s) -> sum_i J_i`` of a rows kernel ``rows(P1, P2, s, *extra, out, lo,
+    hi)`` (P1, P2 overwritten with dJ_i/da_i, dJ_i/db_i; ``out[i] = J_i``), run by
+    :func:`run_rows` and summed in pair order: the embedding kernel of the generic composition
+    (:func:`metricfit.losses._linear.composed_cost_grad`) on every core.
+
+    ``rows`` and ``extra`` are also what the index-pair passes call on their gathered rows
+    (:mod:`metricfit.losses._index`).
+    """
+
+    def __init__(self, rows, *extra):
+        self.rows, self.extra = rows, tuple(extra)
+
+    def __call__(self, P1, P2, s):
+        n, k = P1.shape
+        out = np.empty(n)  # (n,) J_i, float64
+        run_rows(self.rows, n, k, P1, P2, s, *self.extra, out)
+        return ordered_sum(out)

@@ -1,0 +1,186 @@
+"""The linear losses on several threads: cost and gradient the same bit for bit at 1, 2 and 3
+threads (prepared objectives, stateless cost_grad, mini-batches, embedding kernels, index
+pairs), float32 and float64, odd sizes; the learners and the CLI honour the thread setting."""
+
+import numpy as np
+import pytest
+
+import metricfit
+from metricfit.losses import _rows, csml, ddml, ldml, tsml
+from metricfit.pairs import _index_pairs
+
+THREADS = (1, 2, 3)
+N, D, K, N_POINTS = 203, 13, 7, 61  # odd sizes: blocks end mid-way
+
+
+@pytest.fixture(params=[64, None], ids=["small-blocks", "default-blocks"])
+def blocks(request, monkeypatch):
+    """Small fixed blocks (many blocks per call, so that 2 and 3 threads really split the
+    work) or the package's own."""
+    if request.param is not None:
+        monkeypatch.setattr(_rows, "ROW_ELEMENTS", request.param)
+        monkeypatch.setattr(_index_pairs, "POINT_BUCKETS", 5)
+    return request.param
+
+
+def _data(dtype, n=N, d=D, k=K, seed=0):
+    rng = np.random.default_rng(seed)
+    X1, X2 = (rng.standard_normal((n, d)).astype(dtype) for _ in range(2))
+    s = rng.permutation(np.where(np.arange(n) < n // 2, 1.0, -1.0))
+    A = (np.eye(k, d) + 0.3 * rng.standard_normal((k, d))).astype(dtype)
+    return X1, X2, s, A
+
+
+def _index_data(dtype, n=N, d=D, n_points=N_POINTS, seed=1):
+    rng = np.random.default_rng(seed)
+    points = rng.standard_normal((n_points, d)).astype(dtype)
+    index = rng.integers(0, n_points, size=(n, 2))
+    index[:5, 1] = index[:5, 0]  # a point paired with itself: both sides onto one row
+    s = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    return points, index, s
+
+
+def _ldml_theta(d, dtype, seed=2):
+    rng = np.random.default_rng(seed)
+    M = np.eye(d) + 0.1 * rng.standard_normal((d, d))
+    return ldml.pack(M, 2.0 * d).astype(dtype)
+
+
+def _evaluations(dtype):
+    """name -> zero-argument callable returning a tuple of arrays/scalars to compare."""
+    X1, X2, s, A = _data(dtype)
+    points, index, si = _index_data(dtype)
+    theta = _ldml_theta(D, dtype)
+    M, b = ldml.unpack(theta, D)
+    rows = np.arange(0, N, 3)
+    calls = {}
+    for name, mod, kw in (("tsml", tsml, {}), ("csml", csml, {}),
+                          ("ddml", ddml, {"T": 3.0, "tau": 1.0})):
+        f = mod.objective(X1, X2, s, lam=0.1, **kw)
+        fi = mod.index_objective(points, index, si, lam=0.1, **kw)
+        calls[f"{name} prepared"] = lambda f=f: f(A)
+        calls[f"{name} batch"] = lambda f=f: f.batch(A, rows)
+        calls[f"{name} cost_grad"] = lambda mod=mod, kw=kw: mod.cost_grad(A, X1, X2, s, **kw)
+        calls[f"{name} embedding"] = lambda mod=mod, kw=kw: mod.embedding_cost_grad(
+            X1[:, :K], X2[:, :K], s, **kw)
+        calls[f"{name} index"] = lambda fi=fi: fi(A)
+        calls[f"{name} index batch"] = lambda fi=fi: fi.batch(A, rows)
+    f = ldml.objective(X1, X2, s, lam=0.1)
+    fi = ldml.index_objective(points, index, si, lam=0.1)
+    calls["ldml prepared"] = lambda: f(theta)
+    calls["ldml batch"] = lambda: f.batch(theta, rows)
+    calls["ldml cost_grad"] = lambda: ldml.cost_grad(M, b, X1, X2, s)
+    calls["ldml index"] = lambda: fi(theta)
+    return calls
+
+
+def _as_bytes(result):
+    return [np.asarray(v).tobytes() for v in result]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_cost_and_gradient_are_the_same_bit_for_bit_on_1_2_3_threads(dtype, blocks):
+    calls = _evaluations(dtype)
+    results = {}
+    for n in THREADS:
+        with metricfit.threads(n):
+            results[n] = {name: _as_bytes(call()) for name, call in calls.items()}
+    for name in calls:
+        assert results[1][name] == results[2][name] == results[3][name], name
+
+
+def test_small_blocks_really_split_the_work(monkeypatch):
+    """The kernels are called on several blocks, from several pool threads."""
+    import threading
+    import time
+
+    monkeypatch.setattr(_rows, "ROW_ELEMENTS", 64)
+    seen = []
+    original = tsml._normalise_rows
+
+    def spy(C, out, lo, hi):
+        seen.append((lo, hi, threading.get_ident()))
+        time.sleep(0.002)  # lets the other pool threads take blocks
+        original(C, out, lo, hi)
+
+    monkeypatch.setattr(tsml, "_normalise_rows", spy)
+    X1, X2, s, A = _data("float64")
+    with metricfit.threads(3):
+        J3, G3 = tsml.objective(X1, X2, s)(A)
+    with metricfit.threads(1):
+        J1, G1 = tsml.objective(X1, X2, s)(A)
+    blocks3 = [(lo, hi) for lo, hi, _ in seen[:-1]]
+    assert blocks3 == [(lo, min(lo + 16, N)) for lo in range(0, N, 16)]  # 16 rows: the minimum
+    assert len({ident for *_, ident in seen[:-1]}) > 1
+    assert seen[-1][:2] == (0, N)  # one thread: one call over every row
+    assert J1 == J3 and np.array_equal(G1, G3)
+
+
+def _serial_sum(values):
+    total = 0.0
+    for v in values:
+        total += float(v)
+    return total
+
+
+def test_costs_are_summed_in_pair_order():
+    """The per-pair costs are summed first to last, as the serial kernels did (so results
+    equal the serial kernels', not only each other across thread counts)."""
+    rng = np.random.default_rng(3)
+    values = rng.standard_normal(1001) * 10.0 ** rng.integers(-8, 8, 1001)  # order matters
+    assert _rows.ordered_sum(values) == _serial_sum(values)
+    grouped = sum((_serial_sum(values[i:i + 64]) for i in range(0, 1001, 64)), 0.0)
+    assert _rows.grouped_sum(values, 64) == grouped
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_scatter_by_point_ranges_equals_the_serial_scatter(dtype, monkeypatch):
+    monkeypatch.setattr(_index_pairs, "POINT_BUCKETS", 7)
+    rng = np.random.default_rng(4)
+    index = rng.integers(0, 50, size=(301, 2))
+    G1, G2 = (rng.standard_normal((301, 5)).astype(dtype) for _ in range(2))
+    expected = np.zeros((50, 5), dtype=dtype)
+    for i, (p, q) in enumerate(index):  # the plain-NumPy twin: one row at a time, in order
+        expected[p] += G1[i]
+        expected[q] += G2[i]
+    for n in THREADS:
+        R = np.zeros((50, 5), dtype=dtype)
+        with metricfit.threads(n):
+            _index_pairs.scatter_pair_rows(R, index[:, 0].copy(), index[:, 1].copy(), G1, G2)
+        assert np.array_equal(R, expected), n
+
+
+def test_weighted_rows_carry_no_float32_subnormals():
+    """LDML's and DDML's weighted rows are written without subnormals (they slow the GEMM
+    after them on many CPUs); entries of normal size are kept exactly."""
+    rng = np.random.default_rng(5)
+    D_ = rng.standard_normal((40, 6)).astype(np.float32)
+    s = np.ones(40, dtype=np.float32)
+    M = np.eye(6, dtype=np.float32)
+    dist = np.einsum("ij,ij->i", D_.astype(np.float64), D_.astype(np.float64))
+    b = float(np.median(dist)) + 95.0  # weights ~ e^-95: w * D is subnormal in float32
+    DM = D_ @ M
+    ldml._weights_inplace(DM, D_, s, b)
+    tiny = np.finfo(np.float32).tiny
+    assert not np.any((DM != 0) & (np.abs(DM) < tiny))
+    assert np.any(DM == 0) and np.any(DM != 0)
+    # the twin in float64: w_i delta_i, with the subnormal entries as 0
+    v = s * (dist - b)
+    w = s * np.where(v >= 0, 1 / (1 + np.exp(-np.abs(v))), np.exp(-np.abs(v)) / (1 + np.exp(-np.abs(v))))
+    twin = w[:, None] * D_.astype(np.float64)
+    twin[np.abs(twin) < tiny] = 0.0
+    assert np.array_equal(DM, twin.astype(np.float32))
+
+
+@pytest.mark.parametrize("Learner", ["TSML", "CSML", "DDML", "LDML"])
+def test_learners_fit_the_same_on_1_and_3_threads(Learner):
+    rng = np.random.default_rng(6)
+    pairs = rng.standard_normal((120, 2, 9))
+    y = np.where(np.arange(120) % 2 == 0, 1, -1)
+    cls = getattr(metricfit, Learner)
+    fits = []
+    for n in (1, 3):
+        with metricfit.threads(n):
+            est = cls(max_iter=15).fit(pairs, y)
+        fits.append(est.decision_function(pairs))
+    assert np.array_equal(*fits)
