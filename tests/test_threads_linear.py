@@ -166,7 +166,8 @@ def test_weighted_rows_carry_no_float32_subnormals():
     assert np.any(DM == 0) and np.any(DM != 0)
     # the twin in float64: w_i delta_i, with the subnormal entries as 0
     v = s * (dist - b)
-    w = s * np.where(v >= 0, 1 / (1 + np.exp(-np.abs(v))), np.exp(-np.abs(v)) / (1 + np.exp(-np.abs(v))))
+    e = np.exp(-np.abs(v))
+    w = s * np.where(v >= 0, 1 / (1 + e), e / (1 + e))
     twin = w[:, None] * D_.astype(np.float64)
     twin[np.abs(twin) < tiny] = 0.0
     assert np.array_equal(DM, twin.astype(np.float32))

@@ -34,7 +34,8 @@ from numba import njit
 
 from ..parallel import blas_threads, get_threads, map_blocks
 
-__all__ = ["run_rows", "run_blocks", "ordered_sum", "grouped_sum", "kernel_section", "row_block", "tiny"]
+__all__ = ["run_rows", "run_blocks", "ordered_sum", "grouped_sum", "kernel_section", "row_block",
+           "tiny", "PairKernel"]
 
 ROW_ELEMENTS = 1 << 15  # matrix entries per fixed block of rows (~256 KB of float64)
 
