@@ -92,6 +92,34 @@ def make_ldml_params(d, dtype, seed):
     return np.append(M.ravel(), 2.0 * d).astype(dtype)
 
 
+LINEAR_LOSSES = ("tsml", "csml", "ddml", "ldml")
+
+
+def prepared_and_bound(loss, dtype, n=4800, d=300, k=300, seed=0):
+    """``(call, bound)``: one prepared cost-and-gradient call of ``loss`` (lam = 0) on this
+    benchmark's data and the GEMMs it cannot do without, as zero-argument callables.
+
+    The bounds: TSML and DDML two (n x d x k) GEMMs (``gemm_bound``); CSML two GEMMs on the
+    stacked (2n x d) pairs ``[X1; X2]`` (its four GEMMs, stacked); LDML its two (n x d x d)
+    GEMMs on D = X1 - X2 (``ldml_bound``). Shared with ``benchmarks/scaling.py``.
+    """
+    from metricfit.losses import csml, ddml, ldml, tsml
+
+    X1, X2, s, A = make_data(n, d, k, dtype, seed)
+    if loss == "ldml":
+        f, theta = ldml.objective(X1, X2, s), make_ldml_params(d, dtype, seed)
+        D, (M, _) = X1 - X2, ldml.unpack(theta, d)
+        w = np.random.default_rng(seed).uniform(-1, 1, n).astype(dtype)
+        return (lambda: f(theta)), (lambda: (D @ M, (w[:, None] * D).T @ D))
+    if loss == "csml":
+        Z = np.concatenate([X1, X2])  # (2n, d)
+    else:
+        Z = X1 + s[:, None] * X2  # (n, d)
+    kwargs = {"T": DDML_T, "tau": DDML_TAU} if loss == "ddml" else {}
+    f = {"tsml": tsml, "csml": csml, "ddml": ddml}[loss].objective(X1, X2, s, **kwargs)
+    return (lambda: f(A)), (lambda: (Z @ A.T).T @ Z)
+
+
 def time_round(fns, r):
     """{key: seconds}: every fn called once, round-robin starting r places along."""
     keys, out = list(fns), {}

@@ -109,8 +109,10 @@ def test_small_blocks_really_split_the_work(monkeypatch):
         J3, G3 = tsml.objective(X1, X2, s)(A)
     with metricfit.threads(1):
         J1, G1 = tsml.objective(X1, X2, s)(A)
-    blocks3 = [(lo, hi) for lo, hi, _ in seen[:-1]]
-    assert blocks3 == [(lo, min(lo + 16, N)) for lo in range(0, N, 16)]  # 16 rows: the minimum
+    ranges = sorted((lo, hi) for lo, hi, _ in seen[:-1])
+    assert len(ranges) == 3  # one task a thread, each a run of whole fixed blocks of 16 rows
+    assert [lo for lo, _ in ranges] == [0] + [hi for _, hi in ranges[:-1]]
+    assert ranges[-1][1] == N and all(lo % 16 == 0 for lo, _ in ranges)
     assert len({ident for *_, ident in seen[:-1]}) > 1
     assert seen[-1][:2] == (0, N)  # one thread: one call over every row
     assert J1 == J3 and np.array_equal(G1, G3)

@@ -38,10 +38,11 @@ scheduler.
 import numpy as np
 from numba import njit
 
-from ..pairs.index import check_index_pair_data, scatter_pair_rows
+from ..pairs.index import check_index_pair_data, scatter_pair_rows, scatter_sides
 from ..pairs.passes import make_passes
+from ..parallel import get_threads
 from ._linear import CHUNK_SIZE, PreparedObjective
-from ._rows import grouped_sum, run_blocks
+from ._rows import grouped_sum, kernel_section, row_block, run_blocks
 
 __all__ = ["IndexPairObjective", "project_rows", "linear_pair_block"]
 
@@ -71,24 +72,39 @@ def linear_pair_block(E, index, s, R, kernel, *kernel_args):
     :class:`metricfit.losses._rows.PairKernel`, the kernel of the 3-D path) overwrite them with
     dJ_i/da_i, dJ_i/db_i, and scatter-adds those onto the rows p_i, q_i of R (n_points, k).
 
-    On every core, with the result of one thread bit for bit: the gather and the kernel run on
-    fixed blocks of pairs (each writes its own rows of the (m, k) buffers and its own J_i);
-    the scatter-add runs on fixed ranges of points, each row of R receiving its additions in
-    pair order (:func:`metricfit.pairs.index.scatter_pair_rows`); the costs are summed in pair
-    order, by blocks of :data:`PAIR_BLOCK` pairs as the serial kernel did.
+    On one thread the pairs go through in blocks that stay in cache (gather, kernel,
+    scatter-add, block after block). On several, the gather and the kernel run on fixed blocks
+    of pairs into (m, k) buffers, then the scatter-add on fixed ranges of points, each row of
+    R receiving its additions in pair order (:func:`metricfit.pairs.index.scatter_pair_rows`).
+    Either way every row of R gets the same additions in the same order and the costs are
+    summed in pair order, by blocks of :data:`PAIR_BLOCK` pairs as the serial kernel did: the
+    result is the same bit for bit on any number of threads.
     """
     first, second = np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
     m, k = first.shape[0], E.shape[1]
-    G1, G2 = np.empty((m, k), dtype=E.dtype), np.empty((m, k), dtype=E.dtype)  # (m, k)
     out = np.empty(m)  # (m,) J_i
     extra = kernel.extra + tuple(kernel_args)
+    block = 2 * row_block(k)
+    if get_threads() <= 1 or m <= block:
+        G1, G2 = np.empty((min(m, block), k), dtype=E.dtype), np.empty_like(E, shape=(
+            min(m, block), k))  # (block, k): stay in cache
+        order = np.arange(2 * G1.shape[0])
+        for lo in range(0, m, block):
+            hi = min(lo + block, m)
+            p, q, g1, g2 = first[lo:hi], second[lo:hi], G1[:hi - lo], G2[:hi - lo]
+            _gather_rows(E, p, q, g1, g2, 0, hi - lo)
+            kernel.rows(g1, g2, s[lo:hi], *extra, out[lo:hi], 0, hi - lo)
+            scatter_sides(R, p, q, g1, g2, order, 0, 2 * (hi - lo))
+        return (grouped_sum(out, PAIR_BLOCK),)
+    G1, G2 = np.empty((m, k), dtype=E.dtype), np.empty((m, k), dtype=E.dtype)  # (m, k)
 
     def gather_loss(lo, hi):
         _gather_rows(E, first, second, G1, G2, lo, hi)
         kernel.rows(G1, G2, s, *extra, out, lo, hi)
 
     run_blocks(gather_loss, m, k)
-    scatter_pair_rows(R, first, second, G1, G2)
+    with kernel_section(get_threads()):
+        scatter_pair_rows(R, first, second, G1, G2)
     return (grouped_sum(out, PAIR_BLOCK),)
 
 

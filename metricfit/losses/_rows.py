@@ -32,7 +32,7 @@ import contextlib
 import numpy as np
 from numba import njit
 
-from ..parallel import blas_threads, get_threads, map_blocks
+from ..parallel import get_threads, map_blocks
 
 __all__ = ["run_rows", "run_blocks", "ordered_sum", "grouped_sum", "kernel_section", "row_block",
            "tiny", "PairKernel"]
@@ -50,30 +50,57 @@ def tiny(dtype):
     return float(np.finfo(dtype).tiny)
 
 
+QUIET_BLAS = True  # hold BLAS to one thread while the kernel threads run
+_BLAS = []  # threadpoolctl's BLAS controllers, found on first use
+
+
+def _blas_libraries():
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
+
+        _BLAS.append(ThreadpoolController().select(user_api="blas").lib_controllers)
+    return _BLAS[0]
+
+
 @contextlib.contextmanager
 def kernel_section(n_threads):
-    """BLAS on one thread while ``n_threads`` > 1 kernel threads run (no oversubscription)."""
-    if n_threads <= 1:
+    """BLAS on one thread while ``n_threads`` > 1 kernel threads run, its own count restored
+    after (no oversubscription; a direct call into each BLAS, about a microsecond, where
+    threadpoolctl's ``limit`` block costs ~0.1 ms)."""
+    libraries = _blas_libraries() if n_threads > 1 and QUIET_BLAS else []
+    before = [library.num_threads for library in libraries]
+    for library in libraries:
+        library.set_num_threads(1)
+    try:
         yield
-        return
-    with blas_threads(1):
-        yield
+    finally:
+        for library, n in zip(libraries, before, strict=True):
+            library.set_num_threads(n)
 
 
 def run_blocks(fn, n_rows, width):
-    """``fn(lo, hi)`` over ``[0, n_rows)``: one call ``fn(0, n_rows)`` on one thread, else on
-    fixed blocks of :func:`row_block` rows on :func:`metricfit.parallel.get_threads` threads.
+    """``fn(lo, hi)`` over ``[0, n_rows)`` in fixed blocks of :func:`row_block` rows, on
+    :func:`metricfit.parallel.get_threads` threads.
 
-    ``fn`` must write only rows ``[lo, hi)`` of its outputs (so blocks never meet); the result
-    is then the same for any split of the rows, hence for any thread count.
+    One thread: one call ``fn(0, n_rows)``. Several: each task takes a run of consecutive
+    blocks (one task a thread, so that the pool's cost per task is paid a few times, not once
+    a block). ``fn`` must write only rows ``[lo, hi)`` of its outputs and compute each row
+    alone; the result is then the same for any split of the rows, hence for any thread
+    count.
     """
     block = row_block(width)
-    n_threads = min(get_threads(), -(-n_rows // block))
+    n_blocks = -(-n_rows // block)
+    n_threads = min(get_threads(), n_blocks)
     if n_threads <= 1:
         fn(0, n_rows)
         return
+    per_task = -(-n_blocks // n_threads)  # blocks a task
+
+    def task(blocks):
+        fn(blocks.start * block, min(blocks.stop * block, n_rows))
+
     with kernel_section(n_threads):
-        map_blocks(lambda rows: fn(rows.start, rows.stop), n_rows, block)
+        map_blocks(task, n_blocks, per_task)
 
 
 def run_rows(kernel, n_rows, width, *args):

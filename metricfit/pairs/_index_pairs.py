@@ -9,7 +9,7 @@ from numbers import Integral
 import numpy as np
 from numba import njit
 
-from ..parallel import blas_threads, get_threads, map_blocks
+from ..parallel import get_threads, map_blocks
 
 __all__ = ["IndexPairs"]
 
@@ -87,7 +87,7 @@ def _bucket_sides(first, second, size, n_buckets):  # pragma: no cover (compiled
 
 
 @njit(cache=True, nogil=True)
-def _scatter_sides(R, first, second, G1, G2, order, lo, hi):  # pragma: no cover (compiled)
+def scatter_sides(R, first, second, G1, G2, order, lo, hi):  # pragma: no cover (compiled)
     """``R[first[i]] += G1[i]`` (side 2i) and ``R[second[i]] += G2[i]`` (side 2i + 1) for the
     sides ``order[lo:hi]``, in that order."""
     k = R.shape[1]
@@ -112,7 +112,8 @@ def scatter_by_points(kernel, first, second, n_points, *args):
     On one thread: one call over the sides in (pair, side) order. Else the sides are sorted
     (stably) into :data:`POINT_BUCKETS` fixed ranges of points and each range is one task:
     no two tasks write the same row, and each row still receives its additions in (pair,
-    side) order, so the sums are the same bit for bit as on one thread.
+    side) order, so the sums are the same bit for bit as on one thread. Consecutive ranges
+    make one task (one a thread). The caller holds BLAS back if GEMMs could run meanwhile.
     """
     n_threads = get_threads()
     if n_threads <= 1 or first.shape[0] < 64:
@@ -121,15 +122,15 @@ def scatter_by_points(kernel, first, second, n_points, *args):
     size = -(-int(n_points) // POINT_BUCKETS)
     n_buckets = -(-int(n_points) // size)
     starts, order = _bucket_sides(first, second, size, n_buckets)
-    with blas_threads(1):
-        map_blocks(lambda b: kernel(*args, order, starts[b.start], starts[b.stop]),
-                   n_buckets, 1)
+    per_task = -(-n_buckets // min(n_threads, n_buckets))  # consecutive ranges a task
+    map_blocks(lambda b: kernel(*args, order, starts[b.start], starts[b.stop]), n_buckets,
+               per_task)
 
 
 def scatter_pair_rows(R, first, second, G1, G2):
     """``R[first[i]] += G1[i]``, ``R[second[i]] += G2[i]`` for every pair i, in pair order for
     each row of R (rows repeated or not), on every core (:func:`scatter_by_points`)."""
-    scatter_by_points(_scatter_sides, first, second, R.shape[0], R, first, second, G1, G2)
+    scatter_by_points(scatter_sides, first, second, R.shape[0], R, first, second, G1, G2)
 
 
 def normalised_points(points, normalise):

@@ -44,6 +44,7 @@ from ._index_pairs import (  # noqa: F401
     scatter_add_rows,
     scatter_by_points,
     scatter_pair_rows,
+    scatter_sides,
 )
 from .checks import FLOAT_DTYPES, check_pair_labels, check_pairs, check_points, float_dtype
 from .identity import similar_pair_classes  # noqa: F401

@@ -1,0 +1,372 @@
+"""Scaling table: each workload at 1, 2, 4, ... threads, its speed-up and its ratio to its bound.
+
+Every thread count runs in a fresh subprocess with ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``,
+``MKL_NUM_THREADS``, ``NUMBA_NUM_THREADS`` and ``METRICFIT_NUM_THREADS`` set to it (so BLAS,
+numba and metricfit's pools start with that many threads, as a user's process would). In the
+subprocess each workload is timed as the median of ``--repeats`` calls after one warm-up call;
+a workload with a bound (the GEMMs it cannot do without) times the bound in the same rounds,
+alternating with it, and reports the median of the per-round ratios. The table gives the
+median time, the speed-up over the same workload on 1 thread, and the ratio to the bound.
+
+Workloads (``--only NAME ...`` selects; ``--list`` prints them):
+
+* ``tsml|csml|ddml|ldml_float64|float32``: one prepared cost-and-gradient call, n = 4800 pairs,
+  d = k = 300, against its two-GEMM bound (``bench_gradients.prepared_and_bound``);
+* ``kernel_*``: the fused per-pair kernel section of each linear objective alone (no GEMM), and
+  ``kernel_index_tsml`` the gather / kernel / scatter-add pass of index pairs;
+* ``convnet_step``, ``convnet_inference``: the siamese convnet of seed 000, 64 pairs of 56x46
+  (as ``bench_cnn.py``); ``plda_em``: one EM iteration of PLDA on 1e5 x 256 against its two GEMMs
+  (as ``bench_plda.py``); ``nca_iteration``: one L-BFGS iteration of NCA on digits (as
+  ``bench_nca.py``); ``descriptors``: LBP, OCLBP, DenseSIFT, Gabor and HOG of 200 synthetic
+  62x47 images (as ``bench_descriptors.py``, without LFW).
+
+Registry: ``WORKLOADS = {name: callable(repeats) -> {"ms": ..., "bound_ms": ..., "x_bound":
+...}}``. A benchmark script may provide its own entries as a module-level dict ``SCALING`` of
+such callables (e.g. ``bench_cnn.SCALING["convnet_step"]``): the registry uses those first and
+falls back on the small synthetic workloads written here against the public API. Nothing
+needs torch or a data folder.
+
+    python benchmarks/scaling.py [--threads 1 2 4 8 16] [--only tsml_float64 ...]
+        [--repeats 5] [--json out.json] [--markdown out.md] [--timeout 300]
+"""
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+               "METRICFIT_NUM_THREADS")
+LINEAR = ("tsml", "csml", "ddml", "ldml")
+DTYPES = ("float64", "float32")
+
+
+def _script(name):
+    """A benchmark script of this folder as a module (imported on first use only)."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    return importlib.import_module(name)
+
+
+def _timed(call, repeats, bound=None, setup=None):
+    """Median ms of ``call()`` (and of ``bound()``, alternating, with the median per-round
+    ratio); ``setup()`` runs untimed before each call. One untimed warm-up round first."""
+    times, bounds = [], []
+    for _ in range(repeats + 1):
+        if setup is not None:
+            setup()
+        t0 = time.perf_counter()
+        call()
+        t1 = time.perf_counter()
+        if bound is not None:
+            bound()
+            bounds.append(time.perf_counter() - t1)
+        times.append(t1 - t0)
+    times, bounds = times[1:], bounds[1:]
+    out = {"ms": 1e3 * float(np.median(times))}
+    if bound is not None:
+        out["bound_ms"] = 1e3 * float(np.median(bounds))
+        out["x_bound"] = float(np.median(np.divide(times, bounds)))
+    return out
+
+
+# -- the linear objectives (bench_gradients.py's data and bounds) --------------------------
+
+
+def _linear(loss, dtype):
+    def run(repeats):
+        call, bound = _script("bench_gradients").prepared_and_bound(loss, dtype)
+        return _timed(call, repeats, bound)
+    return run
+
+
+def _kernel(loss, dtype, n=4800, d=300, k=300):
+    """The fused kernel section alone, on the embeddings of the benchmark's data (restored
+    before each call, untimed)."""
+
+    def run(repeats):
+        from metricfit.losses import csml, ddml, ldml, tsml
+
+        bench = _script("bench_gradients")
+        X1, X2, s, A = bench.make_data(n, d, k, dtype, 0)
+        if loss == "ldml":
+            D = X1 - X2
+            M, b = ldml.unpack(bench.make_ldml_params(d, dtype, 0), d)
+            source = [D @ M]
+            work = [source[0].copy()]
+
+            def call():
+                ldml._weights_inplace(work[0], D, s, float(b))
+        elif loss == "ddml":
+            source = [(X1 - X2) @ A.T]
+            work = [source[0].copy()]
+
+            def call():
+                ddml._delta_grad_inplace(work[0], s, bench.DDML_T, bench.DDML_TAU)
+        elif loss == "tsml":
+            source = [(X1 + s[:, None] * X2) @ A.T]
+            work = [source[0].copy()]
+
+            def call():
+                tsml._normalise_rows_inplace(work[0])
+        else:
+            source = [X1 @ A.T, X2 @ A.T]
+            work = [v.copy() for v in source]
+
+            def call():
+                csml._embedding_grad_inplace(work[0], work[1], s)
+
+        def setup():
+            for w, v in zip(work, source, strict=True):
+                np.copyto(w, v)
+
+        return _timed(call, repeats, setup=setup)
+    return run
+
+
+def _kernel_index(dtype="float64", n_points=2000, n_pairs=8192, k=300):
+    """Pass 2 of TSML over index pairs: gather, fused kernel, scatter-add (one chunk)."""
+
+    def run(repeats):
+        from metricfit.losses import _index, tsml
+
+        rng = np.random.default_rng(0)
+        E = rng.standard_normal((n_points, k)).astype(dtype)
+        index = rng.integers(0, n_points, size=(n_pairs, 2))
+        s = np.where(rng.random(n_pairs) < 0.5, 1.0, -1.0).astype(dtype)
+        R = np.zeros((n_points, k), dtype=dtype)
+        return _timed(lambda: _index.linear_pair_block(E, index, s, R,
+                                                       tsml._embedding_grad_inplace),
+                      repeats, setup=lambda: R.fill(0))
+    return run
+
+
+# -- hooks for the other rooms (a script's SCALING entry wins) ------------------------------
+
+
+def _hook(script, name, fallback):
+    def run(repeats):
+        try:
+            entry = getattr(_script(script), "SCALING", {}).get(name)
+        except Exception:  # a script that does not import here (data, optional packages)
+            entry = None
+        return (entry or fallback)(repeats)
+    return run
+
+
+def _convnet(kind, n_pairs=64, shape=(56, 46)):
+    def run(repeats):
+        from metricfit.cnn import ConvNetwork, SiameseObjective, network_spec
+
+        net = ConvNetwork(network_spec(shape))
+        theta = net.init(0)
+        pairs = np.random.default_rng(0).normal(size=(n_pairs, 2) + shape).astype(np.float32)
+        if kind == "step":
+            objective = SiameseObjective(net, pairs, np.where(np.arange(n_pairs) % 2, -1, 1))
+            rows = np.arange(n_pairs)
+            return _timed(lambda: objective.batch(theta, rows), repeats)
+        images = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        return _timed(lambda: net.transform(theta, images, 2 * n_pairs), repeats)
+    return run
+
+
+def _plda_em(repeats, n=100_000, d=256):
+    bench = _script("bench_plda")
+    X, codes = bench.synthetic(n, d)
+    counts, means, _, scatter = bench.core.class_statistics(X, codes)
+    B, W = bench.core.fit_two_covariance(counts, means, scatter, n_iter=3)
+    T, _ = bench.core.plda_basis(B, W)
+    U = means @ T.T
+    R = U * 0.5
+    return _timed(lambda: bench.core.fit_two_covariance(counts, means, scatter, n_iter=1),
+                  repeats, bound=lambda: (U.T @ U, (R * counts[:, None]).T @ R))
+
+
+def _nca_iteration(repeats, iters=4):
+    bench = _script("bench_nca")
+    X, y = bench.load_digits_data()
+    times = [bench.fit_ours(X, y, iters, np.float64)[0] / iters for _ in range(repeats + 1)]
+    return {"ms": 1e3 * float(np.median(times[1:]))}
+
+
+def _descriptors(repeats, n_images=200):
+    descriptors = _script("bench_descriptors").DESCRIPTORS
+    images = np.random.default_rng(0).random((n_images, 62, 47))
+    fitted = [make().fit(images[:1]) for make in descriptors.values()]
+    return _timed(lambda: [est.transform(images) for est in fitted], repeats)
+
+
+WORKLOADS = {f"{loss}_{dt}": _linear(loss, dt) for loss in LINEAR for dt in DTYPES}
+WORKLOADS.update({f"kernel_{loss}_{dt}": _kernel(loss, dt) for loss in LINEAR for dt in DTYPES})
+WORKLOADS["kernel_index_tsml"] = _kernel_index()
+WORKLOADS.update({
+    "convnet_step": _hook("bench_cnn", "convnet_step", _convnet("step")),
+    "convnet_inference": _hook("bench_cnn", "convnet_inference", _convnet("inference")),
+    "plda_em": _hook("bench_plda", "plda_em", _plda_em),
+    "nca_iteration": _hook("bench_nca", "nca_iteration", _nca_iteration),
+    "descriptors": _hook("bench_descriptors", "descriptors", _descriptors),
+})
+
+
+# -- one thread count, in its own process ---------------------------------------------------
+
+
+def environment():
+    """BLAS and thread settings of this process (threadpoolctl), as the worker sees them."""
+    import numba
+    from threadpoolctl import threadpool_info
+
+    import metricfit
+
+    return {"cpu_count": os.cpu_count(), "numpy": np.__version__, "numba": numba.__version__,
+            "numba_threads": numba.config.NUMBA_NUM_THREADS,
+            "metricfit_threads": metricfit.get_threads(),
+            "pools": [{k: pool.get(k) for k in ("user_api", "internal_api", "version",
+                                                 "architecture", "num_threads")}
+                      for pool in threadpool_info()],
+            "vars": {v: os.environ.get(v) for v in THREAD_VARS}}
+
+
+def worker(names, repeats):
+    """Print the environment, then one JSON line per workload (``error`` where it failed)."""
+    print(json.dumps({"environment": environment()}), flush=True)
+    for name in names:
+        t0 = time.perf_counter()
+        try:
+            row = WORKLOADS[name](repeats)
+        except Exception as exc:  # one broken workload must not lose the table
+            row = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        row.update(name=name, wall_s=time.perf_counter() - t0)
+        print(json.dumps(row), flush=True)
+
+
+def run_count(threads, names, repeats, timeout):
+    """``(environment, {name: row})`` of one subprocess at ``threads`` threads; workloads it
+    did not reach (timeout, crash) get an ``error`` row."""
+    env = dict(os.environ, **{var: str(threads) for var in THREAD_VARS})
+    # the caller's PYTHONPATH first (e.g. another metricfit to compare), then this checkout
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(HERE.parent)]))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--repeats",
+           str(repeats), "--only", *names]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        stdout, failure = proc.stdout, (proc.stderr.strip()[-300:] if proc.returncode else None)
+    except subprocess.TimeoutExpired as exc:
+        stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        failure = f"timed out after {timeout} s"
+    lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    environment_ = next((x["environment"] for x in lines if "environment" in x), {})
+    rows = {x["name"]: x for x in lines if "name" in x}
+    for name in names:
+        rows.setdefault(name, {"name": name, "error": failure or "no result"})
+    return environment_, rows
+
+
+def table(results, counts):
+    """Rows of (workload, threads, ms, speed-up over 1 thread, x bound) in workload order."""
+    out = []
+    for name in results[counts[0]][1]:
+        base = results[counts[0]][1][name].get("ms") if counts[0] == 1 else None
+        for n in counts:
+            row = results[n][1][name]
+            ms = row.get("ms")
+            out.append({"workload": name, "threads": n, "ms": ms,
+                        "speedup": base / ms if base and ms else None,
+                        "x_bound": row.get("x_bound"), "bound_ms": row.get("bound_ms"),
+                        "error": row.get("error")})
+    return out
+
+
+def _fmt(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
+def print_table(rows, environments):
+    for n, env in environments.items():
+        pools = ", ".join(f"{p['user_api']}: {p['internal_api']} {p.get('version') or ''} "
+                          f"{p.get('architecture') or ''} x{p['num_threads']}"
+                          for p in env.get("pools", []))
+        print(f"threads {n}: metricfit {env.get('metricfit_threads')}, numba "
+              f"{env.get('numba_threads')}; {pools or 'no threadpool info'}")
+    print(f"{'workload':<24} {'threads':>7} {'ms':>10} {'speed-up':>9} {'x bound':>8}")
+    for r in rows:
+        tail = f"  ERROR {r['error']}" if r["error"] else ""
+        print(f"{r['workload']:<24} {r['threads']:>7} {_fmt(r['ms'], '10.2f'):>10} "
+              f"{_fmt(r['speedup'], '9.2f'):>9} {_fmt(r['x_bound'], '8.2f'):>8}{tail}")
+
+
+def markdown(rows, header):
+    lines = [header, "", "| workload | threads | ms | speed-up over 1 thread | x bound |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        ms = "error: " + r["error"].replace("|", "/") if r["error"] else _fmt(r["ms"], ".2f")
+        lines.append(f"| {r['workload']} | {r['threads']} | {ms} | {_fmt(r['speedup'], '.2f')}"
+                     f" | {_fmt(r['x_bound'], '.2f')} |")
+    return "\n".join(lines) + "\n"
+
+
+def default_counts(cpus=None):
+    """1, 2, 4, ... up to the CPU count (and the CPU count itself)."""
+    cpus = cpus or os.cpu_count() or 1
+    counts = [1]
+    while counts[-1] * 2 <= cpus:
+        counts.append(counts[-1] * 2)
+    return counts + ([cpus] if counts[-1] != cpus else [])
+
+
+def _count(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"thread counts must be >= 1, got {text!r}")
+    return value
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--threads", type=_count, nargs="+", default=None,
+                   help="thread counts (default: 1, 2, 4, ... up to the CPU count)")
+    p.add_argument("--only", nargs="+", default=None, metavar="NAME",
+                   help="workloads to run (default: all; --list shows them)")
+    p.add_argument("--repeats", type=_count, default=3, help="timed calls per workload (median)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per thread count")
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--markdown", type=Path, default=None)
+    p.add_argument("--list", action="store_true", help="print the workloads and exit")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    names = list(WORKLOADS) if args.only is None else args.only
+    unknown = [n for n in names if n not in WORKLOADS]
+    if args.list or unknown:
+        if unknown:
+            print(f"unknown workload(s) {unknown}; known:", file=sys.stderr)
+        print("\n".join(WORKLOADS), file=sys.stderr if unknown else sys.stdout)
+        return 2 if unknown else 0
+    if args.worker:
+        return worker(names, args.repeats)
+    counts = sorted(set(args.threads or default_counts()))
+    results = {}
+    for n in counts:
+        results[n] = run_count(n, names, args.repeats, args.timeout)
+        print(f"... {n} thread(s) done", file=sys.stderr, flush=True)
+    rows = table(results, counts)
+    environments = {n: env for n, (env, _) in results.items()}
+    print_table(rows, environments)
+    header = (f"Scaling, {os.cpu_count()} CPUs, median of {args.repeats} (benchmarks/scaling.py"
+              f" --threads {' '.join(map(str, counts))})")
+    if args.markdown:
+        args.markdown.write_text(markdown(rows, header))
+    if args.json:
+        args.json.write_text(json.dumps({"counts": counts, "repeats": args.repeats,
+                                         "environments": environments, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
