@@ -205,8 +205,9 @@ def _parser():
     verify.add_argument("--repeats", type=_positive_int, default=5, help="digits: random splits")
     verify.add_argument("--max-iter", type=_positive_int, default=200)
     verify.add_argument("--threads", type=_positive_int, default=None,
-                        help="BLAS threads (default: 1 for digits, whose GEMMs are too small "
-                             "to share; the BLAS default otherwise)")
+                        help="threads of BLAS and metricfit's kernels, the run inside "
+                             "metricfit.threads(N) (default: 1 for digits, whose GEMMs are "
+                             "too small to share; the package setting otherwise)")
     verify.add_argument("--data-home", default=None, type=_folder,
                         help="overrides $METRICFIT_DATA")
     verify.add_argument("--json", default=None, type=_output_file, metavar="OUT",
@@ -238,5 +239,11 @@ def _parser():
     for name, default in (("--n", 4800), ("--d", 300), ("--k", 300), ("--repeats", 10)):
         bench.add_argument(name, type=_positive_int, default=default)
     bench.add_argument("--threads", type=_positive_int, default=None,
-                       help="BLAS threads (default: the BLAS default; 1 on a busy machine)")
+                       help="threads of BLAS and metricfit's kernels, the run inside "
+                            "metricfit.threads(N) (default: the package setting; 1 on a busy "
+                            "machine); with --scaling the largest count")
+    bench.add_argument("--scaling", action="store_true",
+                       help="time the prepared TSML, CSML, DDML and LDML objectives at 1, 2, "
+                            "4, ... threads up to the CPU count: speed-up and ratio to the "
+                            "two-GEMM bound")
     return parser

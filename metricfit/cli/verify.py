@@ -189,9 +189,9 @@ def run(args):
             raise ValueError("--plot: plots need matplotlib: pip install metricfit[plot]") from None
     start = time.perf_counter()
     threads = args.threads if args.threads is not None else (1 if args.data == "digits" else None)
-    from threadpoolctl import threadpool_limits
+    from ..parallel import threads as thread_setting
 
-    with threadpool_limits(threads), warnings.catch_warnings(record=True) as caught:
+    with thread_setting(threads), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         data = _load(args)
         _check_loaded(args, data, methods)
