@@ -61,7 +61,7 @@ from ._linear import (
     check_pair_data,
 )
 from ._linear import embedding_cost_grad as _embedding_cost_grad
-from ._rows import PairKernel, ordered_sum, run_rows, tiny
+from ._rows import PairKernel, ordered_sum, row_sumsq, run_rows, tiny
 from ._spec import LinearPath, PairLoss
 from .penalty import add_penalty
 
@@ -88,10 +88,7 @@ def _delta_rows(P, s, T, tau, tiny, out, lo, hi):  # pragma: no cover (compiled)
     """
     k = P.shape[1]
     for i in range(lo, hi):
-        dd = 0.0
-        for j in range(k):
-            p = np.float64(P[i, j])
-            dd += p * p
+        dd = row_sumsq(P, i)  # float64, four accumulators
         si = np.float64(s[i])
         sp, sig = _softplus_sigmoid(T * (1.0 - si * (tau - dd)))
         out[i] = 0.5 * sp / T

@@ -61,7 +61,7 @@ from ..pairs.index import IndexPairs, scatter_by_points, score_index_pairs
 from ..parallel import get_threads
 from ._index import check_index_pair_data, make_passes
 from ._linear import CHUNK_SIZE, check_pair_data
-from ._rows import kernel_section, run_rows, tiny
+from ._rows import kernel_section, row_dot, run_rows, tiny
 from .penalty import add_penalty
 
 __all__ = ["cost_grad", "objective", "index_objective", "pair_probability", "pack", "unpack",
@@ -89,9 +89,7 @@ def _weight_rows(DM, D, s, b, tiny, out, lo, hi):  # pragma: no cover (compiled)
     """
     d = D.shape[1]
     for i in range(lo, hi):
-        dist = 0.0
-        for j in range(d):
-            dist += np.float64(DM[i, j]) * np.float64(D[i, j])
+        dist = row_dot(DM, D, i)  # float64, four accumulators
         J, w = _pair_cost_weight(dist, np.float64(s[i]), b)
         out[i, 0] = J
         out[i, 1] = w

@@ -52,7 +52,7 @@ from ._linear import (
     cosine_scores,
 )
 from ._linear import embedding_cost_grad as _embedding_cost_grad
-from ._rows import PairKernel, ordered_sum, run_rows
+from ._rows import PairKernel, ordered_sum, row_sumsq, run_rows
 from ._spec import LinearPath, PairLoss
 from .penalty import add_penalty
 
@@ -90,13 +90,11 @@ def _grad_rows(P1, P2, s, out, lo, hi):  # pragma: no cover (compiled)
 
 @njit(cache=True, nogil=True)
 def _normalise_rows(C, out, lo, hi):  # pragma: no cover (compiled)
-    """Rows lo..hi-1 of C: c_i -> c_i/|c_i| in place (0 where c_i = 0), ``out[i] = |c_i|``."""
+    """Rows lo..hi-1 of C: c_i -> c_i/|c_i| in place (0 where c_i = 0), ``out[i] = |c_i|``
+    (|c_i|^2 summed in float64 on four accumulators, :func:`metricfit.losses._rows.row_sumsq`)."""
     k = C.shape[1]
     for i in range(lo, hi):
-        cc = 0.0
-        for j in range(k):
-            cc += C[i, j] * C[i, j]
-        norm_c = np.sqrt(cc)
+        norm_c = np.sqrt(row_sumsq(C, i))  # float64, four accumulators
         out[i] = norm_c
         inv = 1.0 / norm_c if norm_c > 0.0 else 0.0
         for j in range(k):
