@@ -107,9 +107,7 @@ def cost_grad(A, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE):
 
 
 class CSMLObjective(PreparedObjective):
-    """CSML ``f(A) -> (J, G)``: the data validated and laid out once (stacked as ``[X1; X2]``
-    when the pairs fit one chunk); per call the four (n x d x k) GEMMs of the composition, as
-    two (2n x d x k) GEMMs on the stacked pairs.
+    """CSML ``f(A) -> (J, G)``: the data validated and laid out once; four GEMMs per call.
 
     Examples
     --------
@@ -141,24 +139,8 @@ class CSMLObjective(PreparedObjective):
     def __init__(self, X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE,
                  validated=False):
         X1, X2, s = check_pair_data(X1, X2, s, validated)
-        n = X1.shape[0]
-        self.Z = None
-        if n <= int(chunk_size):  # one chunk: the pairs stacked, X1 and X2 views of them
-            self.Z = np.concatenate([X1, X2])  # (2n, d)
-            X1, X2 = self.Z[:n], self.Z[n:]
         super().__init__(X1, X2, s, lam, A0, chunk_size)
         self._embedding_kernel = _embedding_grad_inplace
-
-    def _data_cost_grad(self, A):
-        """Two GEMMs on the stacked pairs ``Z = [X1; X2]`` (2n, d) when they fit one chunk:
-        ``P = Z A^T`` and ``P^T Z`` (the four of the composition, as two larger ones);
-        otherwise the composition chunk by chunk."""
-        if self.Z is None:
-            return super()._data_cost_grad(A)
-        n = self.n_pairs
-        P = self.Z @ A.T  # (2n, k): [a_i; b_i]
-        total = self._embedding_kernel(P[:n], P[n:], self.labels)
-        return total, P.T @ self.Z
 
 
 def objective(X1, X2, s, lam=0.0, A0=None, chunk_size=CHUNK_SIZE, validated=False):
