@@ -280,7 +280,7 @@ def table(results, counts):
             out.append({"workload": name, "threads": n, "ms": ms,
                         "speedup": base / ms if base and ms else None,
                         "x_bound": row.get("x_bound"), "bound_ms": row.get("bound_ms"),
-                        "error": row.get("error")})
+                        "wall_s": row.get("wall_s"), "error": row.get("error")})
     return out
 
 
@@ -295,11 +295,13 @@ def print_table(rows, environments):
                           for p in env.get("pools", []))
         print(f"threads {n}: metricfit {env.get('metricfit_threads')}, numba "
               f"{env.get('numba_threads')}; {pools or 'no threadpool info'}")
-    print(f"{'workload':<24} {'threads':>7} {'ms':>10} {'speed-up':>9} {'x bound':>8}")
+    print(f"{'workload':<24} {'threads':>7} {'ms':>10} {'speed-up':>9} {'x bound':>8} "
+          f"{'wall s':>7}")
     for r in rows:
         tail = f"  ERROR {r['error']}" if r["error"] else ""
         print(f"{r['workload']:<24} {r['threads']:>7} {_fmt(r['ms'], '10.2f'):>10} "
-              f"{_fmt(r['speedup'], '9.2f'):>9} {_fmt(r['x_bound'], '8.2f'):>8}{tail}")
+              f"{_fmt(r['speedup'], '9.2f'):>9} {_fmt(r['x_bound'], '8.2f'):>8} "
+              f"{_fmt(r['wall_s'], '7.1f'):>7}{tail}")
 
 
 def markdown(rows, header):

@@ -187,3 +187,61 @@ def test_learners_fit_the_same_on_1_and_3_threads(Learner):
             est = cls(max_iter=15).fit(pairs, y)
         fits.append(est.decision_function(pairs))
     assert np.array_equal(*fits)
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+
+@pytest.mark.parametrize("command", [["verify", "--quiet", "--repeats", "1"], ["bench"]])
+def test_cli_threads_option_runs_inside_the_thread_setting(command, monkeypatch):
+    """``--threads N`` runs the command inside ``metricfit.threads(N)``: metricfit's kernels
+    and BLAS both see N; without it verify on digits keeps its default of one thread."""
+    from metricfit import cli
+    from metricfit.cli import bench, verify
+
+    class Seen(Exception):
+        pass
+
+    seen = []
+
+    def probe(*args, **kwargs):
+        seen.append((metricfit.get_threads(), _blas_threads()))
+        raise Seen
+
+    if command[0] == "verify":
+        monkeypatch.setattr(verify, "_load", probe)
+    else:
+        monkeypatch.setattr(bench, "_data", lambda args: probe())
+    for threads, expected in (("3", 3), ("1", 1)):
+        with pytest.raises(Seen):
+            cli.main([*command, "--threads", threads])
+        assert seen[-1] == (expected, {expected})
+    if command[0] == "verify":
+        with pytest.raises(Seen):
+            cli.main(command)  # digits: one thread by default
+        assert seen[-1] == (1, {1})
+
+
+def test_bench_scaling_prints_a_table_per_objective_and_count(capsys):
+    from metricfit import cli
+
+    assert cli.main(["bench", "--scaling", "--n", "40", "--d", "6", "--k", "5",
+                     "--repeats", "1", "--threads", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines()[2:]]
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        (name, dtype, n) for dtype in ("float64", "float32")
+        for name in ("TSML", "CSML", "DDML", "LDML") for n in ("1", "2")]
+    assert all(float(r[3]) > 0 and float(r[5]) > 0 for r in rows)
+    assert all(r[4] == "1.00" for r in rows if r[2] == "1")  # speed-up over 1 thread
+
+
+def test_bench_thread_counts_double_up_to_the_cpus():
+    from metricfit.cli.bench import thread_counts
+
+    assert thread_counts(1) == [1]
+    assert thread_counts(16) == [1, 2, 4, 8, 16]
+    assert thread_counts(6) == [1, 2, 4, 6]

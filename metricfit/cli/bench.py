@@ -24,24 +24,28 @@ def run(args):
 
     if args.scaling:
         return scaling(args)
+    with threads(args.threads):
+        return _timings(args)
+
+
+def _timings(args):
     from ..losses import csml, ddml, tsml
 
     X1, X2, s, A = _data(args)
     table = {}
-    with threads(args.threads):
-        for dtype in ("float64", "float32"):
-            x1, x2, sd, a = (v.astype(dtype) for v in (X1, X2, s, A))
-            z = x1 + sd[:, None] * x2
-            objectives = [loss.objective(x1, x2, sd) for loss in (tsml, csml, ddml)]
-            calls = [lambda z=z, a=a: (z @ a.T).T @ z]
-            calls += [functools.partial(f, a) for f in objectives]
-            times = np.empty((args.repeats + 1, len(calls)))  # round 0 warms up (numba)
-            for r in range(args.repeats + 1):
-                for i, call in enumerate(calls):
-                    t0 = time.perf_counter()
-                    call()
-                    times[r, i] = time.perf_counter() - t0
-            table[dtype] = 1e3 * np.median(times[1:], axis=0)
+    for dtype in ("float64", "float32"):
+        x1, x2, sd, a = (v.astype(dtype) for v in (X1, X2, s, A))
+        z = x1 + sd[:, None] * x2
+        objectives = [loss.objective(x1, x2, sd) for loss in (tsml, csml, ddml)]
+        calls = [lambda z=z, a=a: (z @ a.T).T @ z]
+        calls += [functools.partial(f, a) for f in objectives]
+        times = np.empty((args.repeats + 1, len(calls)))  # round 0 warms up (numba)
+        for r in range(args.repeats + 1):
+            for i, call in enumerate(calls):
+                t0 = time.perf_counter()
+                call()
+                times[r, i] = time.perf_counter() - t0
+        table[dtype] = 1e3 * np.median(times[1:], axis=0)
     print(f"one cost-and-gradient call, n = {args.n}, d = {args.d}, k = {args.k}; median of "
           f"{args.repeats}; threads: {args.threads or 'default'}")
     print(f"{'variant':<16} {'float64 ms':>11} {'x bound':>8} {'float32 ms':>11} {'x bound':>8}")
