@@ -27,7 +27,7 @@ falls back on the small synthetic workloads written here against the public API.
 needs torch or a data folder.
 
     python benchmarks/scaling.py [--threads 1 2 4 8 16] [--only tsml_float64 ...]
-        [--repeats 5] [--json out.json] [--markdown out.md] [--timeout 300] [--loud-blas]
+        [--repeats 5] [--json out.json] [--markdown out.md] [--timeout 300]
 """
 
 import argparse
@@ -341,9 +341,6 @@ def main(argv=None):
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--markdown", type=Path, default=None)
     p.add_argument("--list", action="store_true", help="print the workloads and exit")
-    p.add_argument("--loud-blas", action="store_true",
-                   help="A/B: leave BLAS on all threads while the linear losses' kernel threads "
-                        "run (metricfit.losses._rows.QUIET_BLAS = False)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     names = list(WORKLOADS) if args.only is None else args.only
@@ -354,16 +351,11 @@ def main(argv=None):
         print("\n".join(WORKLOADS), file=sys.stderr if unknown else sys.stdout)
         return 2 if unknown else 0
     if args.worker:
-        if args.loud_blas:
-            from metricfit.losses import _rows
-
-            _rows.QUIET_BLAS = False
         return worker(names, args.repeats)
     counts = sorted(set(args.threads or default_counts()))
     results = {}
     for n in counts:
-        results[n] = run_count(n, names, args.repeats, args.timeout,
-                               ("--loud-blas",) if args.loud_blas else ())
+        results[n] = run_count(n, names, args.repeats, args.timeout)
         print(f"... {n} thread(s) done", file=sys.stderr, flush=True)
     rows = table(results, counts)
     environments = {n: env for n, (env, _) in results.items()}

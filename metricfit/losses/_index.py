@@ -42,7 +42,7 @@ from ..pairs.index import check_index_pair_data, scatter_pair_rows, scatter_side
 from ..pairs.passes import make_passes
 from ..parallel import get_threads
 from ._linear import CHUNK_SIZE, PreparedObjective
-from ._rows import grouped_sum, kernel_section, row_block, run_blocks
+from ._rows import grouped_sum, row_block, run_blocks
 
 __all__ = ["IndexPairObjective", "project_rows", "linear_pair_block"]
 
@@ -103,8 +103,7 @@ def linear_pair_block(E, index, s, R, kernel, *kernel_args):
         kernel.rows(G1, G2, s, *extra, out, lo, hi)
 
     run_blocks(gather_loss, m, k)
-    with kernel_section(get_threads()):
-        scatter_pair_rows(R, first, second, G1, G2)
+    scatter_pair_rows(R, first, second, G1, G2)
     return (grouped_sum(out, PAIR_BLOCK),)
 
 

@@ -15,8 +15,15 @@ accumulator ran in the same order.
 
 Why not ``parallel=True``: its compiled functions cache poorly and its own threads spin next to
 OpenBLAS's (PERF-NOTES.md); a pool of Python threads over ``nogil`` kernels keeps the cache
-and the package's one thread setting. BLAS is held to one thread while the kernel threads run
-(:func:`kernel_section`), and gets all of them back for the GEMMs around them.
+and the package's one thread setting.
+
+Oversubscription: the kernel sections run between the GEMMs, never beside them, on the same
+number of threads as BLAS (:func:`metricfit.threads` sets both). The pool's idle threads block
+on a queue (they do not spin); OpenBLAS's idle workers poll for ~0.1 s after a GEMM but call
+``sched_yield`` on x86-64 while they do, so a runnable kernel thread takes their core. Holding
+BLAS to one thread during a kernel section would not help: ``openblas_set_num_threads`` only
+changes the count of the next call, not the polling workers (and, called from concurrent
+callers such as Dask's threads, it races and can leave BLAS at the wrong count).
 
 Subnormal numbers
 -----------------
@@ -27,15 +34,13 @@ weighting kernels write such entries as 0 (:data:`TINY` of the dtype): what flus
 hardware would do, a change far below the float32 rounding of any sum they enter.
 """
 
-import contextlib
-
 import numpy as np
 from numba import njit
 
 from ..parallel import get_threads, map_blocks
 
-__all__ = ["run_rows", "run_blocks", "ordered_sum", "grouped_sum", "kernel_section", "row_block",
-           "tiny", "PairKernel"]
+__all__ = ["run_rows", "run_blocks", "ordered_sum", "grouped_sum", "row_block", "tiny",
+           "PairKernel", "row_sumsq", "row_dot"]
 
 ROW_ELEMENTS = 1 << 15  # matrix entries per fixed block of rows (~256 KB of float64)
 
@@ -48,34 +53,6 @@ def row_block(width):
 def tiny(dtype):
     """The smallest normal number of ``dtype``: weighted entries below it are written as 0."""
     return float(np.finfo(dtype).tiny)
-
-
-QUIET_BLAS = True  # hold BLAS to one thread while the kernel threads run
-_BLAS = []  # threadpoolctl's BLAS controllers, found on first use
-
-
-def _blas_libraries():
-    if not _BLAS:
-        from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
-
-        _BLAS.append(ThreadpoolController().select(user_api="blas").lib_controllers)
-    return _BLAS[0]
-
-
-@contextlib.contextmanager
-def kernel_section(n_threads):
-    """BLAS on one thread while ``n_threads`` > 1 kernel threads run, its own count restored
-    after (no oversubscription; a direct call into each BLAS, about a microsecond, where
-    threadpoolctl's ``limit`` block costs ~0.1 ms)."""
-    libraries = _blas_libraries() if n_threads > 1 and QUIET_BLAS else []
-    before = [library.num_threads for library in libraries]
-    for library in libraries:
-        library.set_num_threads(1)
-    try:
-        yield
-    finally:
-        for library, n in zip(libraries, before, strict=True):
-            library.set_num_threads(n)
 
 
 def run_blocks(fn, n_rows, width):
@@ -99,8 +76,7 @@ def run_blocks(fn, n_rows, width):
     def task(blocks):
         fn(blocks.start * block, min(blocks.stop * block, n_rows))
 
-    with kernel_section(n_threads):
-        map_blocks(task, n_blocks, per_task)
+    map_blocks(task, n_blocks, per_task)
 
 
 def run_rows(kernel, n_rows, width, *args):

@@ -58,10 +58,9 @@ from numba import njit
 from ..pairs import check_points
 from ..pairs.checks import float_dtype
 from ..pairs.index import IndexPairs, scatter_by_points, score_index_pairs
-from ..parallel import get_threads
 from ._index import check_index_pair_data, make_passes
 from ._linear import CHUNK_SIZE, check_pair_data
-from ._rows import kernel_section, row_dot, run_rows, tiny
+from ._rows import row_dot, run_rows, tiny
 from .penalty import add_penalty
 
 __all__ = ["cost_grad", "objective", "index_objective", "pair_probability", "pack", "unpack",
@@ -388,9 +387,7 @@ def _index_pair_block(E, index, s, R, b):
     first, second = np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
     out = np.empty((first.shape[0], 2))  # (m, 2): J_i, w_i
     run_rows(_index_weight_rows, first.shape[0], E.shape[1], E, first, second, s, b, out)
-    with kernel_section(get_threads()):
-        scatter_by_points(_index_scatter_sides, first, second, R.shape[0], E, first, second,
-                          out, R)
+    scatter_by_points(_index_scatter_sides, first, second, R.shape[0], E, first, second, out, R)
     return _ordered_sums2(out)
 
 
