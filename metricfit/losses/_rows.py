@@ -115,6 +115,21 @@ class PairKernel:
 
     ``rows`` and ``extra`` are also what the index-pair passes call on their gathered rows
     (:mod:`metricfit.losses._index`).
+
+    Examples
+    --------
+    TSML's kernel on three pairs ``a = (1, 1)``, ``b = 0``, ``s = 1``: each pair costs
+    ``1/2 |a|^2 - |a| + 1 = 2 - sqrt 2`` and gets ``dJ/da = a - a/|a|``:
+
+    >>> import numpy as np
+    >>> import metricfit
+    >>> from metricfit.losses import tsml
+    >>> kernel = tsml._embedding_grad_inplace  # a PairKernel
+    >>> a, b, s = np.ones((3, 2)), np.zeros((3, 2)), np.ones(3)
+    >>> with metricfit.threads(2):
+    ...     J = kernel(a, b, s)
+    >>> round(J, 6), round(float(a[0, 0]), 6)
+    (1.757359, 0.292893)
     """
 
     def __init__(self, rows, *extra):
