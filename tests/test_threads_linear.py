@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import metricfit
-from metricfit.losses import _rows, csml, ddml, ldml, tsml
+from metricfit.losses import _index, _rows, csml, ddml, ldml, tsml
 from metricfit.pairs import _index_pairs
 
 THREADS = (1, 2, 3)
@@ -20,6 +20,7 @@ def blocks(request, monkeypatch):
     if request.param is not None:
         monkeypatch.setattr(_rows, "ROW_ELEMENTS", request.param)
         monkeypatch.setattr(_index_pairs, "POINT_BUCKETS", 5)
+        monkeypatch.setattr(_index, "PARALLEL_MIN_THREADS", 2)  # the parallel pass 2 at 2, 3
     return request.param
 
 
@@ -82,11 +83,11 @@ def _as_bytes(result):
 def test_cost_and_gradient_are_the_same_bit_for_bit_on_1_2_3_threads(dtype, blocks):
     calls = _evaluations(dtype)
     results = {}
-    for n in THREADS:
+    for n in (*THREADS, 4):
         with metricfit.threads(n):
             results[n] = {name: _as_bytes(call()) for name, call in calls.items()}
     for name in calls:
-        assert results[1][name] == results[2][name] == results[3][name], name
+        assert results[1][name] == results[2][name] == results[3][name] == results[4][name], name
 
 
 def test_small_blocks_really_split_the_work(monkeypatch):

@@ -47,6 +47,11 @@ from ._rows import grouped_sum, row_block, run_blocks
 __all__ = ["IndexPairObjective", "project_rows", "linear_pair_block"]
 
 PAIR_BLOCK = 64  # pairs per partial cost sum of pass 2 (the order the serial kernel summed in)
+# Pass 2 of a linear map on several threads from this many on: the parallel pass moves its
+# (m, k) buffers through memory twice more than the cache-resident serial one, which it did
+# not beat on 2 cores (a shared 2-core machine, 1.6x slower at 2 threads); both give the
+# same bits, so the switch is about speed only (benchmarks/scaling.py kernel_index_tsml).
+PARALLEL_MIN_THREADS = 4
 
 
 def project_rows(X_block, A):
@@ -72,8 +77,9 @@ def linear_pair_block(E, index, s, R, kernel, *kernel_args):
     :class:`metricfit.losses._rows.PairKernel`, the kernel of the 3-D path) overwrite them with
     dJ_i/da_i, dJ_i/db_i, and scatter-adds those onto the rows p_i, q_i of R (n_points, k).
 
-    On one thread the pairs go through in blocks that stay in cache (gather, kernel,
-    scatter-add, block after block). On several, the gather and the kernel run on fixed blocks
+    On fewer than :data:`PARALLEL_MIN_THREADS` threads the pairs go through in blocks that
+    stay in cache (gather, kernel, scatter-add, block after block). On more, the gather and
+    the kernel run on fixed blocks
     of pairs into (m, k) buffers, then the scatter-add on fixed ranges of points, each row of
     R receiving its additions in pair order (:func:`metricfit.pairs.index.scatter_pair_rows`).
     Either way every row of R gets the same additions in the same order and the costs are
@@ -85,7 +91,7 @@ def linear_pair_block(E, index, s, R, kernel, *kernel_args):
     out = np.empty(m)  # (m,) J_i
     extra = kernel.extra + tuple(kernel_args)
     block = 2 * row_block(k)
-    if get_threads() <= 1 or m <= block:
+    if get_threads() < PARALLEL_MIN_THREADS or m <= block:
         G1, G2 = np.empty((min(m, block), k), dtype=E.dtype), np.empty_like(E, shape=(
             min(m, block), k))  # (block, k): stay in cache
         order = np.arange(2 * G1.shape[0])
