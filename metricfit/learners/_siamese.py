@@ -59,6 +59,11 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
 
     Subclasses name their loss through ``_loss_spec() -> (name or PairLoss, params)``.
 
+    Threads: the linear losses' fused kernels and BLAS run on ``metricfit.get_threads()``
+    threads (a :func:`metricfit.threads` block, :func:`metricfit.set_threads` or
+    ``METRICFIT_NUM_THREADS``); the kernels give the same bits on any number of them (BLAS
+    may round differently at another thread count).
+
     Examples
     --------
     A preset is a subclass naming its loss (as :class:`~metricfit.learners.TSML` does); it

@@ -9,6 +9,11 @@ class CSML(SiameseLearner):
     ``J = mean_i(-s_i cos(f(x_i), f(y_i))) + lam/2 ||W - W0||^2`` (linear gradient: seed 002
     eq. 11), scored by the cosine in the learned space.
 
+    Threads: the linear losses' fused kernels and BLAS run on ``metricfit.get_threads()``
+    threads (a :func:`metricfit.threads` block, :func:`metricfit.set_threads` or
+    ``METRICFIT_NUM_THREADS``); the kernels give the same bits on any number of them (BLAS
+    may round differently at another thread count).
+
     Parameters
     ----------{SIAMESE_PARAMETERS}
     Attributes

@@ -18,6 +18,11 @@ class DDML(SiameseLearner):
     the distance itself, seed 004's ``(a - b)^2``). The linear gradient works on ``x - y``
     only and is prepared once per fit (:mod:`metricfit.losses.ddml`).
 
+    Threads: the linear losses' fused kernels and BLAS run on ``metricfit.get_threads()``
+    threads (a :func:`metricfit.threads` block, :func:`metricfit.set_threads` or
+    ``METRICFIT_NUM_THREADS``); the kernels give the same bits on any number of them (BLAS
+    may round differently at another thread count).
+
     Parameters
     ----------{SIAMESE_PARAMETERS}    T : float, default=10.0
         Sharpness of the generalised logistic loss (seed 004: 10).

@@ -36,6 +36,11 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
     ``constraint`` keeps M in a convex set by Bertsekas' projected gradient (seed 001 ref. [3],
     :func:`metricfit.optim.projected.minimize_projected`); ``solver`` and SGD options are unused.
 
+    Threads: LDML's fused kernels and BLAS run on ``metricfit.get_threads()``
+    threads (a :func:`metricfit.threads` block, :func:`metricfit.set_threads` or
+    ``METRICFIT_NUM_THREADS``); the kernels give the same bits on any number of them (BLAS
+    may round differently at another thread count).
+
     Parameters
     ----------
     lam : float, default=1e-3

@@ -14,6 +14,11 @@ class TSML(SiameseLearner):
     ``cos(f(x), f(y))`` (eq. 2). The linear gradient is hand-derived and prepared once per fit
     (:mod:`metricfit.losses.tsml`).
 
+    Threads: the linear losses' fused kernels and BLAS run on ``metricfit.get_threads()``
+    threads (a :func:`metricfit.threads` block, :func:`metricfit.set_threads` or
+    ``METRICFIT_NUM_THREADS``); the kernels give the same bits on any number of them (BLAS
+    may round differently at another thread count).
+
     Parameters
     ----------{SIAMESE_PARAMETERS}
     Attributes
