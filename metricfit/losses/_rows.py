@@ -10,8 +10,12 @@ rows (:data:`ROW_ELEMENTS` matrix entries each, whatever the thread count) over 
 thread pool (:func:`metricfit.parallel.map_blocks`), and the cost is then summed over the
 pairs *in pair order* by :func:`ordered_sum`. Every row is computed by the same code whatever
 block it falls in, and the sum runs in one fixed order, so cost and gradient are the same bit
-for bit on 1, 2 or 16 threads -- and the same as the serial kernels they replace, whose single
-accumulator ran in the same order.
+for bit on 1, 2 or 16 threads. The pair costs are summed in the order of the serial kernels
+these replace (one accumulator, pair after pair); the embedding kernels (the composition, index
+pairs) give their results bit for bit. The prepared TSML, DDML and LDML kernels sum each row
+on four accumulators (:func:`row_sumsq`, :func:`row_dot`): another fixed order, 1-2 ulp from
+the single-accumulator one, 2-4x faster on a core (a chain of dependent additions was their
+bound).
 
 Why not ``parallel=True``: its compiled functions cache poorly and its own threads spin next to
 OpenBLAS's (PERF-NOTES.md); a pool of Python threads over ``nogil`` kernels keeps the cache
@@ -30,7 +34,7 @@ Subnormal numbers
 A weighted row ``w_i delta_i`` with a tiny weight (LDML's and DDML's sigmoid far in its tail)
 rounds to float32 subnormals, and subnormal operands slow an sgemm on many x86 CPUs by an
 order of magnitude (microcode assists; LDML float32 ran at 3x its GEMM bound on a Xeon). The
-weighting kernels write such entries as 0 (:data:`TINY` of the dtype): what flush-to-zero
+weighting kernels write such entries as 0 (below :func:`tiny` of the dtype): what flush-to-zero
 hardware would do, a change far below the float32 rounding of any sum they enter.
 """
 
