@@ -13,9 +13,9 @@ block it falls in, and the sum runs in one fixed order, so cost and gradient are
 for bit on 1, 2 or 16 threads. The pair costs are summed in the order of the serial kernels
 these replace (one accumulator, pair after pair); the embedding kernels (the composition, index
 pairs) give their results bit for bit. The prepared TSML, DDML and LDML kernels sum each row
-on four accumulators (:func:`row_sumsq`, :func:`row_dot`): another fixed order, 1-2 ulp from
-the single-accumulator one, 2-4x faster on a core (a chain of dependent additions was their
-bound).
+on four accumulators (:func:`row_sumsq`, :func:`row_dot`): another fixed order, a few ulp
+from the single-accumulator one and 1.2-1.8x faster on one core (measured on the 2-core
+machine; a chain of dependent additions was their bound).
 
 Why not ``parallel=True``: its compiled functions cache poorly and its own threads spin next to
 OpenBLAS's (PERF-NOTES.md); a pool of Python threads over ``nogil`` kernels keeps the cache
@@ -150,7 +150,7 @@ class PairKernel:
 def row_sumsq(X, i):  # pragma: no cover (compiled)
     """``sum_j X[i, j]^2`` in float64, on four accumulators (entries j = 0, 1, 2, 3 mod 4;
     the tail onto the first) added as ``(s0 + s1) + (s2 + s3)``: a fixed order that breaks
-    the chain of dependent additions a single accumulator makes (3-4x faster per row)."""
+    the chain of dependent additions a single accumulator makes)."""
     k = X.shape[1]
     s0 = 0.0
     s1 = 0.0
