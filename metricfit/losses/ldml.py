@@ -58,6 +58,8 @@ from numba import njit
 from ..pairs import check_points
 from ..pairs.checks import float_dtype
 from ..pairs.index import IndexPairs, scatter_by_points, score_index_pairs
+from ..parallel import get_threads
+from . import _index
 from ._index import check_index_pair_data, make_passes
 from ._linear import CHUNK_SIZE, check_pair_data
 from ._rows import row_dot, run_rows, tiny
@@ -131,6 +133,29 @@ def _index_weight_rows(E, first, second, s, b, out, lo, hi):  # pragma: no cover
         J, w = _pair_cost_weight(dist, np.float64(s[i]), b)
         out[i, 0] = J
         out[i, 1] = w
+
+
+@njit(cache=True, nogil=True)
+def _index_weights_scatter(E, first, second, s, b, R, out):  # pragma: no cover (compiled)
+    """The serial pass 2 (fewer than ``_index.PARALLEL_MIN_THREADS`` threads): for each pair in
+    order, the distance, ``out[i] = (J_i, w_i)`` and ``R[p_i] += w_i delta_i``, ``R[q_i] -=
+    w_i delta_i``; two row reads of E and two read-modify-writes of R per pair. The same
+    additions in the same order as :func:`_index_weight_rows` then :func:`_index_scatter_sides`
+    (same bits)."""
+    m, d = first.shape[0], R.shape[1]
+    for i in range(m):
+        p, q = first[i], second[i]
+        dist = 0.0
+        for j in range(d):
+            dist += ((np.float64(E[p, j]) - np.float64(E[q, j]))
+                     * (np.float64(E[p, d + j]) - np.float64(E[q, d + j])))
+        J, w = _pair_cost_weight(dist, np.float64(s[i]), b)
+        out[i, 0] = J
+        out[i, 1] = w
+        for j in range(d):
+            g = w * (np.float64(E[p, d + j]) - np.float64(E[q, d + j]))
+            R[p, j] += g
+            R[q, j] -= g
 
 
 @njit(cache=True, nogil=True)
@@ -386,6 +411,9 @@ def _index_pair_block(E, index, s, R, b):
     """
     first, second = np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
     out = np.empty((first.shape[0], 2))  # (m, 2): J_i, w_i
+    if get_threads() < _index.PARALLEL_MIN_THREADS:  # cache-friendlier on few cores, same bits
+        _index_weights_scatter(E, first, second, s, b, R, out)
+        return _ordered_sums2(out)
     run_rows(_index_weight_rows, first.shape[0], E.shape[1], E, first, second, s, b, out)
     scatter_by_points(_index_scatter_sides, first, second, R.shape[0], E, first, second, out, R)
     return _ordered_sums2(out)
