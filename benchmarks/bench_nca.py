@@ -155,6 +155,28 @@ def median_time(fn, repeats):
     return float(np.median(times))
 
 
+def time_iteration(threads, iters=10, repeats=3, dtype=np.float64):
+    """Median seconds per L-BFGS iteration of ``metricfit.NCA`` on digits (1797 x 64, identity
+    start, ``tol=0``) under ``metricfit.threads(threads)``: a hook of ``benchmarks/scaling.py``."""
+    import metricfit
+
+    X, y = load_digits_data()
+    with metricfit.threads(threads):
+        fit_ours(X, y, 2, dtype)  # compile / warm-up
+        return median_time(lambda: fit_ours(X, y, iters, dtype), repeats) / iters
+
+
+def time_sklearn_iteration(threads, iters=10, repeats=3):
+    """Median seconds per iteration of scikit-learn's NeighborhoodComponentsAnalysis on digits
+    (float64, identity start, ``tol=0``) with BLAS on ``threads`` threads."""
+    import metricfit
+
+    X, y = load_digits_data()
+    with metricfit.threads(threads):
+        fit_sklearn(X, y, 2)
+        return median_time(lambda: fit_sklearn(X, y, iters), repeats) / iters
+
+
 def evaluation_vs_bound(X, y, dtype, repeats=5):
     """One cost-and-gradient call at A = I against the GEMMs of the linear path alone (the
     bound): ``Z = X A^T``, the Gram ``Z Z^T``, ``W X``, ``X^T (W X)``, ``X^T diag(v) X``."""

@@ -85,7 +85,8 @@ from .class_stats import class_means, class_statistics, offset_scatter
 from .plda_em import EMGroups, group_by_count, grouped_terms, within_log_likelihood
 
 __all__ = ["class_statistics", "class_means", "offset_scatter", "fit_two_covariance",
-           "fit_simplified", "log_likelihood", "plda_basis", "llr", "PLDAScorer", "plda_scorer", "KALDI_N_ITER"]
+           "fit_simplified", "log_likelihood", "plda_basis", "llr", "PLDAScorer", "plda_scorer",
+           "KALDI_N_ITER"]
 
 #: Kaldi's default number of EM iterations (``PldaEstimationConfig::num_em_iters``).
 KALDI_N_ITER = 10

@@ -62,6 +62,12 @@ d < 2k: ``dJ/dA = 2 A (X^T diag(r + c) X - M - M^T)`` with ``M = X^T W X`` summe
 n x n computation.
 The softmax is shifted by the row's smallest distance, so ``exp`` never overflows; sums are
 accumulated in float64 also for float32 data.
+
+Threads: the GEMMs use BLAS's threads; the numba kernels and ``exp`` of a block run on
+:func:`metricfit.get_threads` threads over fixed units of rows (the rows of W are
+independent), then W's column sums over fixed units of columns, each column summed in row
+order. The result does not depend on the thread count (bit for bit, ``tests/
+test_threads_plda_nca.py``) and equals the serial computation's.
 """
 
 import math
@@ -70,10 +76,14 @@ import numpy as np
 from numba import njit
 from scipy.linalg import blas
 
+from ..parallel import map_blocks
+
 __all__ = ["cost_grad_embedded", "cost_grad", "objective", "default_block_rows"]
 
 BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
 MIN_BLOCK_ROWS = 64  # fewer rows make W_B^T Z_B a thin, memory-bound update of all of Z
+UNIT_ROWS = 32  # rows per work unit of the numba kernels (fixed: not the thread count)
+UNIT_COLUMNS = 512  # columns per work unit of the column sums
 
 
 def default_block_rows(n_samples, itemsize):
@@ -81,7 +91,7 @@ def default_block_rows(n_samples, itemsize):
     return int(min(n_samples, max(MIN_BLOCK_ROWS, BLOCK_BYTES // (n_samples * itemsize))))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def shifted_logits(S, sq_norms, start):  # pragma: no cover (compiled)
     """Overwrite the Gram block ``S[i, j] = z_{start+i} . z_j`` (b, n) with
     ``min_{l != i} d_il - d_ij`` (``-inf`` on the diagonal), ``d_ij`` clamped at 0."""
@@ -100,12 +110,12 @@ def shifted_logits(S, sq_norms, start):  # pragma: no cover (compiled)
         S[i, g] = -np.inf
 
 
-@njit(cache=True)
-def neighbour_weights(E, codes, start, p_out, r_out, c_out):  # pragma: no cover (compiled)
+@njit(cache=True, nogil=True)
+def neighbour_weights(E, codes, start, p_out, r_out):  # pragma: no cover (compiled)
     """Overwrite ``E[i, j] = exp(min d_i - d_ij)`` (b, n) with ``w_ij = p_ij (m_ij - p_i)``.
 
-    Writes ``p_i`` (b,) and the row sums ``r_i`` (b,) of W, and adds W's column sums into
-    ``c_out`` (n,). Sums in float64.
+    Writes ``p_i`` (b,) and the row sums ``r_i`` (b,) of W. Sums in float64. Rows are
+    independent: any split of the rows gives the same numbers.
     """
     b, n = E.shape
     for i in range(b):
@@ -126,9 +136,38 @@ def neighbour_weights(E, codes, start, p_out, r_out, c_out):  # pragma: no cover
             w = p_ij * ((1.0 if (codes[j] == code and j != g) else 0.0) - p_i)
             E[i, j] = w
             row += w
-            c_out[j] += w
         p_out[i] = p_i
         r_out[i] = row
+
+
+@njit(cache=True, nogil=True)
+def add_column_sums(W, first, last, c_out):  # pragma: no cover (compiled)
+    """``c_out[j] += sum_i W[i, j]`` for columns ``first <= j < last``, row by row in order
+    (float64): each column is summed by one thread in row order, whatever the column split."""
+    for i in range(W.shape[0]):
+        for j in range(first, last):
+            c_out[j] += W[i, j]
+
+
+def _block_to_weights(S, sq_norms, codes, start, p, r, c):
+    """One block's numba work, the Gram block S (b, n) -> logits -> exp -> weights W_B, with
+    ``p``, ``r`` (b,) and W_B's column sums added into ``c`` (n,), on
+    :func:`metricfit.parallel.get_threads` threads: first over fixed units of ``UNIT_ROWS``
+    rows (rows are independent), then over fixed units of ``UNIT_COLUMNS`` columns (each
+    column summed in row order). The numbers do not depend on the thread count and equal
+    the serial kernels' bit for bit.
+    """
+
+    def unit(rows):
+        part = S[rows]
+        shifted_logits(part, sq_norms, start + rows.start)
+        with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
+            np.exp(part, out=part)  # NumPy's SIMD exp: 2-3x a numba loop in float32
+        neighbour_weights(part, codes, start + rows.start, p[rows], r[rows])
+
+    map_blocks(unit, S.shape[0], UNIT_ROWS)
+    map_blocks(lambda cols: add_column_sums(S, cols.start, cols.stop, c), S.shape[1],
+               UNIT_COLUMNS)
 
 
 def _gemm_accumulate(Acc, S, Z_block):
@@ -149,10 +188,7 @@ def _weight_blocks(Z, codes, block_rows, p, r, c):
         stop = min(start + b, n)
         S = buffer[: stop - start]
         np.matmul(Z[start:stop], Z.T, out=S)  # (b, n) Gram block
-        shifted_logits(S, sq_norms, start)
-        with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
-            np.exp(S, out=S)  # NumPy's SIMD exp: 2-3x a numba loop in float32
-        neighbour_weights(S, codes, start, p[start:stop], r[start:stop], c)
+        _block_to_weights(S, sq_norms, codes, start, p[start:stop], r[start:stop], c)
         yield start, stop, S
 
 
