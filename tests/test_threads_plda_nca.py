@@ -133,7 +133,7 @@ def test_batched_likelihood_equals_the_joint_gaussian_density():
     d, N, C = 4, counts.sum(), counts.size
     direct = -0.5 * ((N - C) * (np.linalg.slogdet(W)[1] + d * np.log(2 * np.pi))
                      + np.trace(np.linalg.solve(W, scatter)))
-    direct += sum(mvn(np.zeros(d), B + W / n).logpdf(m) for n, m in zip(counts, means))
+    direct += sum(mvn(np.zeros(d), B + W / n).logpdf(m) for n, m in zip(counts, means, strict=True))
     for min_group in (1, 10 ** 9):
         stats = core._em_statistics(counts, means, scatter, min_group)
         assert_allclose(core._em_pass(B, W, *stats, terms=False)[2], direct, rtol=1e-12)
