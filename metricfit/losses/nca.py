@@ -111,11 +111,10 @@ def shifted_logits(S, sq_norms, start):  # pragma: no cover (compiled)
 
 
 @njit(cache=True, nogil=True)
-def neighbour_weights(E, codes, start, p_out, r_out):  # pragma: no cover (compiled)
-    """Overwrite ``E[i, j] = exp(min d_i - d_ij)`` (b, n) with ``w_ij = p_ij (m_ij - p_i)``.
-
-    Writes ``p_i`` (b,) and the row sums ``r_i`` (b,) of W. Sums in float64. Rows are
-    independent: any split of the rows gives the same numbers.
+def neighbour_weights(E, codes, start, p_out, r_out, scale_out):  # pragma: no cover (compiled)
+    """From ``E[i, j] = exp(min d_i - d_ij)`` (b, n), rows independently: ``p_i`` (b,), the
+    softmax scale ``1 / sum_j E_ij`` (b,) and the row sums ``r_i`` (b,) of ``w_ij = p_ij
+    (m_ij - p_i)``; E is left as it is (:func:`weights_by_columns` writes W). Sums in float64.
     """
     b, n = E.shape
     for i in range(b):
@@ -133,20 +132,26 @@ def neighbour_weights(E, codes, start, p_out, r_out):  # pragma: no cover (compi
         row = 0.0
         for j in range(n):
             p_ij = E[i, j] * scale
-            w = p_ij * ((1.0 if (codes[j] == code and j != g) else 0.0) - p_i)
-            E[i, j] = w
-            row += w
+            row += p_ij * ((1.0 if (codes[j] == code and j != g) else 0.0) - p_i)
         p_out[i] = p_i
         r_out[i] = row
+        scale_out[i] = scale
 
 
 @njit(cache=True, nogil=True)
-def add_column_sums(W, first, last, c_out):  # pragma: no cover (compiled)
-    """``c_out[j] += sum_i W[i, j]`` for columns ``first <= j < last``, row by row in order
-    (float64): each column is summed by one thread in row order, whatever the column split."""
-    for i in range(W.shape[0]):
+def weights_by_columns(E, codes, start, p, scale, first, last, c_out):  # pragma: no cover
+    """Overwrite columns ``first <= j < last`` of E with ``w_ij = p_ij (m_ij - p_i)`` and add
+    their sums into ``c_out[j]``, row by row in order (float64, the unrounded w): each column
+    is handled by one thread in row order, whatever the column split."""
+    for i in range(E.shape[0]):
+        g = start + i
+        code = codes[g]
+        p_i = p[i]
+        s = scale[i]
         for j in range(first, last):
-            c_out[j] += W[i, j]
+            w = (E[i, j] * s) * ((1.0 if (codes[j] == code and j != g) else 0.0) - p_i)
+            E[i, j] = w
+            c_out[j] += w
 
 
 def _block_to_weights(S, sq_norms, codes, start, p, r, c):
@@ -158,16 +163,18 @@ def _block_to_weights(S, sq_norms, codes, start, p, r, c):
     the serial kernels' bit for bit.
     """
 
+    scale = np.empty(S.shape[0])
+
     def unit(rows):
         part = S[rows]
         shifted_logits(part, sq_norms, start + rows.start)
         with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
             np.exp(part, out=part)  # NumPy's SIMD exp: 2-3x a numba loop in float32
-        neighbour_weights(part, codes, start + rows.start, p[rows], r[rows])
+        neighbour_weights(part, codes, start + rows.start, p[rows], r[rows], scale[rows])
 
     map_blocks(unit, S.shape[0], UNIT_ROWS)
-    map_blocks(lambda cols: add_column_sums(S, cols.start, cols.stop, c), S.shape[1],
-               UNIT_COLUMNS)
+    map_blocks(lambda cols: weights_by_columns(S, codes, start, p, scale, cols.start,
+                                               cols.stop, c), S.shape[1], UNIT_COLUMNS)
 
 
 def _gemm_accumulate(Acc, S, Z_block):
