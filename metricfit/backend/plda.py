@@ -81,6 +81,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg
 
+from ..parallel import blas_threads
 from .class_stats import class_means, class_statistics, offset_scatter
 from .plda_em import EMGroups, group_by_count, grouped_terms, within_log_likelihood
 
@@ -91,6 +92,9 @@ __all__ = ["class_statistics", "class_means", "offset_scatter", "fit_two_covaria
 #: Kaldi's default number of EM iterations (``PldaEstimationConfig::num_em_iters``).
 KALDI_N_ITER = 10
 LOG_2PI = np.log(2 * np.pi)
+#: Eigenproblems up to this size run on one BLAS thread: their tridiagonal reduction is a
+#: sequence of small BLAS-2 calls for which OpenBLAS's threads cost more than they give.
+SMALL_LAPACK = 1024
 
 
 def plda_basis(B, W):
@@ -109,7 +113,8 @@ def plda_basis(B, W):
     >>> np.round(psi, 3)
     array([4.22 , 3.606])
     """
-    psi, vecs = linalg.eigh(B, W)  # vecs^T W vecs = I, vecs^T B vecs = diag(psi)
+    with blas_threads(1 if B.shape[0] <= SMALL_LAPACK else None):  # see SMALL_LAPACK
+        psi, vecs = linalg.eigh(B, W)  # vecs^T W vecs = I, vecs^T B vecs = diag(psi)
     order = np.argsort(psi)[::-1]
     return vecs[:, order].T, np.maximum(psi[order], 0.0)
 

@@ -22,6 +22,7 @@ from ..backend import plda_array_api as device_plda
 from ..pairs import check_pair_labels, check_pairs, check_points
 from ..pairs.checks import check_representable, identity_codes, largest_magnitude, scale_exponent
 from ..pairs.index import check_pair_input, pairs_as_given, similar_pair_classes
+from ..parallel import blas_threads
 from ._base import PairLearnerMixin
 
 DISSIMILAR = ("ignore", "singletons")
@@ -32,9 +33,14 @@ DISSIMILAR = ("ignore", "singletons")
 SINGULAR_RATIO = 1e-10
 
 
+def _eigvalsh(W):
+    with blas_threads(1 if W.shape[0] <= core.SMALL_LAPACK else None):
+        return linalg.eigvalsh(W)
+
+
 def _singular_within(W):
     """What is wrong with a (nearly) singular within-class covariance or scatter W."""
-    w = linalg.eigvalsh(W)
+    w = _eigvalsh(W)
     return (f"the within-class covariance is singular (smallest / largest eigenvalue "
             f"{max(w[0], 0.0) / w[-1]:.1e}): X has directions without within-class variation. "
             "Reduce the dimension first (WPCA or PCA to at most the rank of the within-class "
@@ -46,7 +52,7 @@ def _warn_if_singular(W):
     in which no identity varies (a constant pixel, fewer samples than dimensions), the model
     calls any difference impossible within an identity, and the LLRs grow without bound
     (-1e16 on raw digits pixels). Where EM itself breaks down, ``fit`` raises instead."""
-    w = linalg.eigvalsh(W)
+    w = _eigvalsh(W)
     if not w[0] > SINGULAR_RATIO * w[-1]:
         warnings.warn(f"PLDA: {_singular_within(W)}; LLRs along those directions are "
                       "unbounded.", UserWarning, stacklevel=user_stacklevel())

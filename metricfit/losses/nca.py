@@ -74,15 +74,14 @@ import math
 
 import numpy as np
 from numba import njit
-from scipy.linalg import blas
 
-from ..parallel import map_blocks
+from ..parallel import blas_threads, get_threads, map_blocks
 
 __all__ = ["cost_grad_embedded", "cost_grad", "objective", "default_block_rows"]
 
 BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
 MIN_BLOCK_ROWS = 64  # fewer rows make W_B^T Z_B a thin, memory-bound update of all of Z
-UNIT_ROWS = 32  # rows per work unit of the numba kernels (fixed: not the thread count)
+UNIT_ROWS = 128  # rows per work unit of the numba kernels (fixed: not the thread count)
 UNIT_COLUMNS = 512  # columns per work unit of the column sums
 
 
@@ -111,10 +110,11 @@ def shifted_logits(S, sq_norms, start):  # pragma: no cover (compiled)
 
 
 @njit(cache=True, nogil=True)
-def neighbour_weights(E, codes, start, p_out, r_out, scale_out):  # pragma: no cover (compiled)
-    """From ``E[i, j] = exp(min d_i - d_ij)`` (b, n), rows independently: ``p_i`` (b,), the
-    softmax scale ``1 / sum_j E_ij`` (b,) and the row sums ``r_i`` (b,) of ``w_ij = p_ij
-    (m_ij - p_i)``; E is left as it is (:func:`weights_by_columns` writes W). Sums in float64.
+def neighbour_weights(E, codes, start, p_out, r_out):  # pragma: no cover (compiled)
+    """Overwrite ``E[i, j] = exp(min d_i - d_ij)`` (b, n) with ``w_ij = p_ij (m_ij - p_i)``.
+
+    Writes ``p_i`` (b,) and the row sums ``r_i`` (b,) of W (float64). Rows are independent:
+    any split of the rows gives the same numbers.
     """
     b, n = E.shape
     for i in range(b):
@@ -132,56 +132,42 @@ def neighbour_weights(E, codes, start, p_out, r_out, scale_out):  # pragma: no c
         row = 0.0
         for j in range(n):
             p_ij = E[i, j] * scale
-            row += p_ij * ((1.0 if (codes[j] == code and j != g) else 0.0) - p_i)
+            w = p_ij * ((1.0 if (codes[j] == code and j != g) else 0.0) - p_i)
+            E[i, j] = w
+            row += w
         p_out[i] = p_i
         r_out[i] = row
-        scale_out[i] = scale
 
 
 @njit(cache=True, nogil=True)
-def weights_by_columns(E, codes, start, p, scale, first, last, c_out):  # pragma: no cover
-    """Overwrite columns ``first <= j < last`` of E with ``w_ij = p_ij (m_ij - p_i)`` and add
-    their sums into ``c_out[j]``, row by row in order (float64, the unrounded w): each column
-    is handled by one thread in row order, whatever the column split."""
-    for i in range(E.shape[0]):
-        g = start + i
-        code = codes[g]
-        p_i = p[i]
-        s = scale[i]
+def add_column_sums(W, first, last, c_out):  # pragma: no cover (compiled)
+    """``c_out[j] += sum_i W[i, j]`` (float64) for columns ``first <= j < last``, row by row
+    in order: each column is summed by one thread in row order, whatever the column split."""
+    for i in range(W.shape[0]):
         for j in range(first, last):
-            w = (E[i, j] * s) * ((1.0 if (codes[j] == code and j != g) else 0.0) - p_i)
-            E[i, j] = w
-            c_out[j] += w
+            c_out[j] += W[i, j]
 
 
-def _block_to_weights(S, sq_norms, codes, start, p, r, c):
-    """One block's numba work, the Gram block S (b, n) -> logits -> exp -> weights W_B, with
-    ``p``, ``r`` (b,) and W_B's column sums added into ``c`` (n,), on
+def _block_to_weights(Z, S, sq_norms, codes, start, p, r, c):
+    """One block of rows B = start.., the Gram block S = Z_B Z^T (b, n) -> logits -> exp ->
+    weights W_B, with ``p``, ``r`` (b,) and W_B's column sums added into ``c`` (n,), on
     :func:`metricfit.parallel.get_threads` threads: first over fixed units of ``UNIT_ROWS``
-    rows (rows are independent), then over fixed units of ``UNIT_COLUMNS`` columns (each
-    column summed in row order). The numbers do not depend on the thread count and equal
-    the serial kernels' bit for bit.
+    rows (the Gram rows, W, ``p``, ``r``: rows are independent), then over fixed units of
+    ``UNIT_COLUMNS`` columns (each column of W summed in row order).
+    The numbers do not depend on the thread count.
     """
-
-    scale = np.empty(S.shape[0])
-
     def unit(rows):
         part = S[rows]
-        shifted_logits(part, sq_norms, start + rows.start)
+        first = start + rows.start
+        np.matmul(Z[first:start + rows.stop], Z.T, out=part)  # Gram rows (u, n)
+        shifted_logits(part, sq_norms, first)
         with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
             np.exp(part, out=part)  # NumPy's SIMD exp: 2-3x a numba loop in float32
-        neighbour_weights(part, codes, start + rows.start, p[rows], r[rows], scale[rows])
+        neighbour_weights(part, codes, first, p[rows], r[rows])
 
     map_blocks(unit, S.shape[0], UNIT_ROWS)
-    map_blocks(lambda cols: weights_by_columns(S, codes, start, p, scale, cols.start,
-                                               cols.stop, c), S.shape[1], UNIT_COLUMNS)
-
-
-def _gemm_accumulate(Acc, S, Z_block):
-    """``Acc += S^T Z_block`` in place for a Fortran-ordered Acc (n, k) (BLAS gemm, beta=1)."""
-    gemm = blas.dgemm if Acc.dtype == np.float64 else blas.sgemm
-    # S.T (n, b) and Z_block.T (k, b) are Fortran-contiguous views: no copies.
-    return gemm(1.0, S.T, Z_block.T, beta=1.0, c=Acc, trans_b=1, overwrite_c=1)
+    map_blocks(lambda cols: add_column_sums(S, cols.start, cols.stop, c), S.shape[1],
+               UNIT_COLUMNS)
 
 
 def _weight_blocks(Z, codes, block_rows, p, r, c):
@@ -194,9 +180,28 @@ def _weight_blocks(Z, codes, block_rows, p, r, c):
     for start in range(0, n, b):
         stop = min(start + b, n)
         S = buffer[: stop - start]
-        np.matmul(Z[start:stop], Z.T, out=S)  # (b, n) Gram block
-        _block_to_weights(S, sq_norms, codes, start, p[start:stop], r[start:stop], c)
+        _block_to_weights(Z, S, sq_norms, codes, start, p[start:stop], r[start:stop], c)
         yield start, stop, S
+
+
+def _rows_product(W, Y, out):
+    """``out = W Y`` (b, m) by fixed units of W's rows, in the pool."""
+    def unit(rows):
+        np.matmul(W[rows], Y, out=out[rows])
+    map_blocks(unit, W.shape[0], UNIT_ROWS)
+
+
+def _add_transposed_product(acc, W, Y):
+    """``acc += W^T Y`` (n, m) by fixed units of W's columns (= acc's rows), in the pool."""
+    def unit(cols):
+        acc[cols] += W[:, cols].T @ Y
+    map_blocks(unit, W.shape[1], UNIT_COLUMNS)
+
+
+def _single_blas():
+    """BLAS on one thread while the pool does the work (no spinning BLAS workers fighting
+    the pool's threads for the cores); left alone on one metricfit thread."""
+    return blas_threads(1 if get_threads() > 1 else None)
 
 
 def cost_grad_embedded(Z, codes, block_rows=None):
@@ -220,11 +225,12 @@ def cost_grad_embedded(Z, codes, block_rows=None):
     Z = np.ascontiguousarray(Z)
     n, k = Z.shape
     WZ = np.empty_like(Z)  # rows of W Z, (n, k)
-    WtZ = np.zeros((n, k), dtype=Z.dtype, order="F")  # W^T Z, accumulated (n, k)
+    WtZ = np.zeros((n, k), dtype=Z.dtype)  # W^T Z, accumulated (n, k)
     p, r, c = np.empty(n), np.empty(n), np.zeros(n)
-    for start, stop, W in _weight_blocks(Z, codes, block_rows, p, r, c):
-        np.matmul(W, Z, out=WZ[start:stop])  # (b, k)
-        WtZ = _gemm_accumulate(WtZ, W, Z[start:stop])
+    with _single_blas():  # nested in cost_grad's: a no-op there
+        for start, stop, W in _weight_blocks(Z, codes, block_rows, p, r, c):
+            _rows_product(W, Z, WZ[start:stop])  # (b, k)
+            _add_transposed_product(WtZ, W, Z[start:stop])
     dZ = (r + c).astype(Z.dtype)[:, None] * Z
     dZ -= WZ
     dZ -= WtZ
@@ -260,19 +266,25 @@ def cost_grad(A, X, codes, block_rows=None):
     J : float
     G : ndarray of shape (n_components, n_features)
     """
+    with _single_blas():
+        return _cost_grad(A, X, codes, block_rows)
+
+
+def _cost_grad(A, X, codes, block_rows):
     Z = X @ A.T  # (n, k)
     k, d = A.shape
     if d >= 2 * k:
         J, dZ = cost_grad_embedded(Z, codes, block_rows)
         return J, dZ.T @ X  # (k, d)
     n = X.shape[0]
-    M = np.zeros((d, d), dtype=Z.dtype)
+    MT = np.zeros((d, d), dtype=Z.dtype)  # M^T = sum_B (W_B X)^T X_B
     WX = np.empty((min(block_rows or n, n), d), dtype=Z.dtype)
     p, r, c = np.empty(n), np.empty(n), np.zeros(n)
     for start, stop, W in _weight_blocks(Z, codes, block_rows, p, r, c):
         rows = WX[: stop - start]
-        np.matmul(W, X, out=rows)  # (b, d)
-        M += X[start:stop].T @ rows  # (d, d)
+        _rows_product(W, X, rows)  # (b, d)
+        _add_transposed_product(MT, rows, X[start:stop])  # (d, d)
+    M = MT.T
     D = (X.T * (r + c).astype(X.dtype)) @ X  # X^T diag(r + c) X, (d, d)
     D -= M
     D -= M.T
