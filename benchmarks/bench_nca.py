@@ -20,6 +20,9 @@ points.
 
 (``--memory-only`` writes ``bench_nca_memory.json`` unless ``--json`` is given.)
 
+``time_iteration(threads)`` and ``time_sklearn_iteration(threads)`` (median seconds per
+iteration on digits, no data folder) are the scaling harness's hooks (``benchmarks/scaling.py``).
+
 The machine is shared: read the ratios of one run, not absolute times across runs.
 """
 
