@@ -13,7 +13,7 @@ from metricfit._array_api import to_numpy
 from metricfit.losses import csml, ddml, ldml, tsml
 
 pytest.importorskip("array_api_compat")
-from metricfit.losses import _xp_ldml, _xp_linear  # noqa: E402 (needs array_api_compat)
+from metricfit.losses import xp_ldml, xp_linear  # noqa: E402 (needs array_api_compat)
 
 RTOL = {np.float64: 1e-6, np.float32: 1e-4}
 LOSSES = {"triangular": (tsml, {}), "cosine": (csml, {}), "ddml": (ddml, {"T": 3.0, "tau": 1.0})}
@@ -67,7 +67,7 @@ def test_linear_objectives_equal_numpy(convert, dtype, loss):
     X1, X2, s, A, A0 = _data(dtype=dtype)
     A[0] = 0  # a zero row of A: CSML/TSML zero-norm conventions are exercised
     J, G = module.objective(X1, X2, s, lam=0.1, A0=A0, **params)(A)
-    f = _xp_linear.xp_objective(_xp(convert), loss, convert(X1), convert(X2), s, lam=0.1,
+    f = xp_linear.xp_objective(_xp(convert), loss, convert(X1), convert(X2), s, lam=0.1,
                                 A0=A0, chunk_size=100, **params)
     Jx, Gx = f(A.ravel())  # flat, as scipy gives it
     assert Gx.dtype == dtype and Gx.shape == (A.size,)
@@ -76,7 +76,7 @@ def test_linear_objectives_equal_numpy(convert, dtype, loss):
     # index pairs into points: the same objective
     points = np.concatenate([X1, X2])
     index = np.column_stack([np.arange(len(X1)), len(X1) + np.arange(len(X1))])
-    fi = _xp_linear.xp_index_objective(_xp(convert), loss, convert(points), convert(index), s,
+    fi = xp_linear.xp_index_objective(_xp(convert), loss, convert(points), convert(index), s,
                                        lam=0.1, A0=A0, chunk_size=70, **params)
     Ji, Gi = fi(A)
     _close(Ji, J, dtype)
@@ -91,7 +91,7 @@ def test_zero_diagonal_and_zero_embeddings_stay_finite(convert):
         module, _ = LOSSES[loss]
         for B in (A, np.zeros_like(A)):
             J, G = module.objective(X1, X2, s)(B)
-            Jx, Gx = _xp_linear.xp_objective(_xp(convert), loss, convert(X1), convert(X2), s)(B)
+            Jx, Gx = xp_linear.xp_objective(_xp(convert), loss, convert(X1), convert(X2), s)(B)
             assert np.isfinite(Jx) and np.isfinite(Gx).all()
             _close(Jx, J, np.float64)
             np.testing.assert_allclose(Gx, G, atol=1e-12)
@@ -104,14 +104,14 @@ def test_ldml_objectives_equal_numpy(convert, dtype):
     d = X1.shape[1]
     theta = 0.1 * np.random.default_rng(1).normal(size=d * d + 1)
     J, g = ldml.objective(X1, X2, s, lam=0.1)(theta)
-    Jx, gx = _xp_ldml.xp_objective(_xp(convert), convert(X1), convert(X2), s, lam=0.1,
+    Jx, gx = xp_ldml.xp_objective(_xp(convert), convert(X1), convert(X2), s, lam=0.1,
                                    chunk_size=90)(theta)
     assert gx.dtype == dtype
     _close(Jx, J, dtype)
     _close(gx, g, dtype)
     points = np.concatenate([X1, X2])
     index = np.column_stack([np.arange(len(X1)), len(X1) + np.arange(len(X1))])
-    Ji, gi = _xp_ldml.xp_index_objective(_xp(convert), convert(points), convert(index), s,
+    Ji, gi = xp_ldml.xp_index_objective(_xp(convert), convert(points), convert(index), s,
                                          lam=0.1, chunk_size=70)(theta)
     _close(Ji, J, dtype)
     _close(gi, g, dtype)
@@ -128,10 +128,10 @@ def test_xp_gradients_match_central_differences(convert, loss):
     X1, X2, s, A, A0 = _data(n=40, d=4, k=2)
     xp = _xp(convert)
     if loss == "ldml":
-        f = _xp_ldml.xp_objective(xp, convert(X1), convert(X2), s, lam=0.1)
+        f = xp_ldml.xp_objective(xp, convert(X1), convert(X2), s, lam=0.1)
         x = 0.1 * np.random.default_rng(2).normal(size=f.n_params)
     else:
-        f = _xp_linear.xp_objective(xp, loss, convert(X1), convert(X2), s, lam=0.1, A0=A0,
+        f = xp_linear.xp_objective(xp, loss, convert(X1), convert(X2), s, lam=0.1, A0=A0,
                                     **LOSSES[loss][1])
         x = A.ravel()
     np.testing.assert_allclose(f(x)[1], _central(f, x), rtol=1e-5, atol=1e-7)
@@ -323,7 +323,7 @@ def test_objectives_on_cuda(loss):
     X1, X2, s, A, A0 = _data(dtype=np.float32)
     J, G = module.objective(X1, X2, s, lam=0.1, A0=A0, **params)(A)
     cuda = [torch.asarray(a, device="cuda") for a in (X1, X2, s)]
-    Jx, Gx = _xp_linear.xp_objective(_xp(torch.asarray), loss, *cuda, lam=0.1, A0=A0,
+    Jx, Gx = xp_linear.xp_objective(_xp(torch.asarray), loss, *cuda, lam=0.1, A0=A0,
                                      **params)(A)
     _close(Jx, J, np.float32)
     _close(Gx, G, np.float32)

@@ -3,8 +3,8 @@ the pairs live (torch CPU/CUDA tensors, CuPy arrays; array_api_strict in the tes
 
 With array-API dispatch on (``metricfit.array_api_dispatch()`` or scikit-learn's
 ``array_api_dispatch``) and ``pairs`` of such a library, ``fit`` validates the pairs on their
-device, builds the loss's array-API objective (:mod:`metricfit.losses._xp_linear`,
-:mod:`metricfit.losses._xp_ldml`: cost and gradient in a few GEMMs on the device) and runs
+device, builds the loss's array-API objective (:mod:`metricfit.losses.xp_linear`,
+:mod:`metricfit.losses.xp_ldml`: cost and gradient in a few GEMMs on the device) and runs
 scipy's L-BFGS on the host on the k x d parameters: one transfer of k x d values each way per
 iteration, never of the data. NumPy input never comes here (the numba path).
 
@@ -24,13 +24,13 @@ import numpy as np
 
 from .. import metrics
 from .._array_api import device_of, supported_namespace, to_numpy
-from ..losses import _xp_ldml
-from ..losses._xp_linear import (
+from ..losses import xp_ldml
+from ..losses.xp_linear import (
     XP_LOSSES,
-    _safe_inverse,
-    _work_dtype,
     check_xp_finite,
     numpy_dtype,
+    safe_inverse,
+    work_dtype,
     xp_index_objective,
     xp_objective,
 )
@@ -40,7 +40,7 @@ from ..pairs.checks import pair_classes
 from ..pairs.index import IndexPairs
 from ..pairs.tags import score_kind
 
-__all__ = ["device_namespace", "DevicePairs", "check_device_pairs", "fit_siamese_on_device",
+__all__ = ["device_namespace", "check_device_pairs", "fit_siamese_on_device",
            "transform_on_device", "pair_score_on_device", "fit_ldml_on_device",
            "ldml_distance_on_device", "ldml_transform_on_device"]
 
@@ -96,7 +96,7 @@ class DevicePairs:
 
 
 def _l2_normalise(xp, X):
-    return X * _safe_inverse(xp, xp.sqrt(xp.vecdot(X, X)))[:, None]
+    return X * safe_inverse(xp, xp.sqrt(xp.vecdot(X, X)))[:, None]
 
 
 def check_device_pairs(xp, pairs, points=None, n_features=None, reject_zero=False,
@@ -114,7 +114,7 @@ def check_device_pairs(xp, pairs, points=None, n_features=None, reject_zero=Fals
         if points.ndim != 2 or shape[1] != 2:
             raise ValueError(f"index pairs must be (n_pairs, 2) into preprocessor "
                              f"(n_points, d), got {shape} and {tuple(points.shape)}.")
-        points = xp.astype(points, _work_dtype(xp, points))
+        points = xp.astype(points, work_dtype(xp, points))
         check_xp_finite(xp, points, "preprocessor")
         if shape[0] and (bool(xp.any(pairs < 0)) or bool(xp.any(pairs >= points.shape[0]))):
             raise ValueError(f"pairs index rows outside 0..{points.shape[0] - 1} of the "
@@ -127,7 +127,7 @@ def check_device_pairs(xp, pairs, points=None, n_features=None, reject_zero=Fals
             raise ValueError(f"pairs must be an array of shape (n_pairs, 2, n_features) with "
                              f"n_pairs >= 1 (or (n_pairs, 2) index pairs with a "
                              f"preprocessor), got shape {shape}.")
-        pairs = xp.astype(pairs, _work_dtype(xp, pairs))
+        pairs = xp.astype(pairs, work_dtype(xp, pairs))
         check_xp_finite(xp, pairs, "pairs")
         X1, X2 = pairs[:, 0, :], pairs[:, 1, :]
         vectors = (X1, X2)
@@ -207,7 +207,7 @@ def _embedded_scores(est, data):
     else:
         a, b = xp.matmul(data.X1, A.T), xp.matmul(data.X2, A.T)
     if score_kind(est) == "cosine":
-        inv = _safe_inverse(xp, xp.sqrt(xp.vecdot(a, a))) * _safe_inverse(
+        inv = safe_inverse(xp, xp.sqrt(xp.vecdot(a, a))) * safe_inverse(
             xp, xp.sqrt(xp.vecdot(b, b)))
         return xp.clip(xp.vecdot(a, b) * inv, -1.0, 1.0)
     diff = a - b
@@ -228,7 +228,7 @@ def transform_on_device(est, xp, X):
             X.ndim == 3 and X.shape[1] != 2):
         raise ValueError(f"X must be points (n, {est.n_features_in_}) or pairs "
                          f"(n, 2, {est.n_features_in_}), got shape {tuple(X.shape)}.")
-    X = xp.astype(X, _work_dtype(xp, X))
+    X = xp.astype(X, work_dtype(xp, X))
     check_xp_finite(xp, X, "X")
     rows = xp.reshape(X, (-1, X.shape[-1]))
     if est.normalize:
@@ -260,7 +260,7 @@ def _difference_rms(data):
 
 def _ldml_distances(data, M):
     X1, X2 = data.first_second()
-    return _xp_ldml.xp_metric_distances(data.xp, M, X1, X2)
+    return xp_ldml.xp_metric_distances(data.xp, M, X1, X2)
 
 
 def fit_ldml_on_device(est, xp, pairs, y):
@@ -276,10 +276,10 @@ def fit_ldml_on_device(est, xp, pairs, y):
     rms = _difference_rms(data)
     scale = 1 / np.where(rms > 0, rms, 1)
     if data.is_index:
-        inner = _xp_ldml.xp_index_objective(xp, data.points, data.index, s, lam=est.lam,
+        inner = xp_ldml.xp_index_objective(xp, data.points, data.index, s, lam=est.lam,
                                             validated=True)
     else:
-        inner = _xp_ldml.xp_objective(xp, data.X1, data.X2, s, lam=est.lam, validated=True)
+        inner = xp_ldml.xp_objective(xp, data.X1, data.X2, s, lam=est.lam, validated=True)
     objective = ScaledObjective(inner, np.append(np.outer(scale, scale).ravel(), 1.0))
     theta0 = est._start(data, d, distances=lambda M, _: to_numpy(_ldml_distances(data, M)))
     result = est._solve(solver, objective, theta0 / objective.scale, None, s, None, rms)
@@ -300,7 +300,7 @@ def ldml_transform_on_device(est, xp, X):
     if X.ndim not in (2, 3) or X.shape[-1] != est.n_features_in_:
         raise ValueError(f"X must be points (n, {est.n_features_in_}) or pairs "
                          f"(n, 2, {est.n_features_in_}), got shape {tuple(X.shape)}.")
-    X = xp.astype(X, _work_dtype(xp, X))
+    X = xp.astype(X, work_dtype(xp, X))
     check_xp_finite(xp, X, "X")
     L = xp.asarray(np.asarray(est.components_, dtype=numpy_dtype(xp, X.dtype)),
                    device=device_of(X))

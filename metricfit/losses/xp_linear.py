@@ -40,8 +40,10 @@ from .._array_api import device_of, to_numpy
 from ._linear import check_components
 from .penalty import add_penalty
 
-__all__ = ["XP_CHUNK_SIZE", "xp_dtype", "numpy_dtype", "check_xp_pair_data", "XPLinearObjective",
-           "XPIndexObjective", "xp_objective", "xp_index_objective", "XP_LOSSES"]
+__all__ = ["XP_CHUNK_SIZE", "xp_dtype", "numpy_dtype", "work_dtype", "safe_inverse",
+           "check_xp_finite", "xp_labels", "check_xp_pair_data", "scatter_add_rows",
+           "XPLinearObjective", "XPIndexObjective", "xp_objective", "xp_index_objective",
+           "XP_LOSSES"]
 
 XP_CHUNK_SIZE = 1 << 20  # pairs per chunk on a device: temporaries O(chunk k); big GEMMs
 
@@ -60,7 +62,7 @@ def xp_dtype(xp, dtype):
     return xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
 
 
-def _work_dtype(xp, *arrays):
+def work_dtype(xp, *arrays):
     """The house float-dtype rule on a device: float32 if every array is float32, else
     float64 (integers, float16 and bfloat16 included)."""
     return xp.float32 if all(x.dtype == xp.float32 for x in arrays) else xp.float64
@@ -90,7 +92,7 @@ def check_xp_pair_data(xp, X1, X2, s, validated=False):
                          f"got {tuple(X1.shape)} and {tuple(X2.shape)}.")
     if X1.shape[0] == 0:
         raise ValueError("no pairs given (n_pairs = 0).")
-    dtype = _work_dtype(xp, X1, X2)
+    dtype = work_dtype(xp, X1, X2)
     X1, X2 = xp.astype(X1, dtype), xp.astype(X2, dtype)
     if not validated:
         check_xp_finite(xp, X1, "X1")
@@ -104,7 +106,7 @@ def _chunks(n, chunk_size):
     return [(start, min(start + chunk_size, n)) for start in range(0, n, chunk_size)]
 
 
-def _safe_inverse(xp, norms):
+def safe_inverse(xp, norms):
     """``1 / norms`` where ``norms > 0``, else 0 (the minimum-norm subgradient convention)."""
     positive = norms > 0
     return xp.where(positive, 1 / xp.where(positive, norms, xp.ones_like(norms)),
@@ -125,7 +127,7 @@ def tsml_embedding_grad(xp, P1, P2, s):
     C = P1 + s[:, None] * P2
     norms = xp.sqrt(xp.vecdot(C, C))
     total = 0.5 * xp.sum(xp.vecdot(P1, P1) + xp.vecdot(P2, P2)) - xp.sum(norms) + P1.shape[0]
-    C *= _safe_inverse(xp, norms)[:, None]
+    C *= safe_inverse(xp, norms)[:, None]
     return total, P1 - C, P2 - s[:, None] * C
 
 
@@ -133,7 +135,7 @@ def csml_embedding_grad(xp, P1, P2, s):
     """CSML (seed 002 eq. 11): ``(sum_i J_i, dJ/da, dJ/db)`` for embeddings P1, P2 (m, k),
     in the normalised form of the numba kernel; a zero embedding gives 0."""
     na, nb = xp.sqrt(xp.vecdot(P1, P1)), xp.sqrt(xp.vecdot(P2, P2))
-    inv_a, inv_b = _safe_inverse(xp, na), _safe_inverse(xp, nb)
+    inv_a, inv_b = safe_inverse(xp, na), safe_inverse(xp, nb)
     cos = xp.clip(xp.vecdot(P1, P2) * inv_a * inv_b, -1.0, 1.0)  # 0 where a or b is 0
     total = -xp.sum(s * cos)
     ab = (s * inv_a * inv_b)[:, None]
@@ -170,6 +172,24 @@ class XPLinearObjective:
     ----------
     xp : namespace; device : its device; n_pairs, n_features : int; dtype : NumPy dtype
     labels : (n_pairs,) device array in {-1, +1}
+
+    Examples
+    --------
+    NumPy itself is an array-API namespace, so the xp objectives run anywhere (the learners
+    pass torch or CuPy arrays); they equal the NumPy + numba objectives:
+
+    >>> import numpy as np
+    >>> from metricfit.losses import tsml, xp_linear
+    >>> rng = np.random.default_rng(0)
+    >>> X1, X2 = rng.normal(size=(2, 20, 4))
+    >>> s, A = np.repeat([1.0, -1.0], 10), rng.normal(size=(2, 4))
+    >>> f = xp_linear.xp_objective(np, "triangular", X1, X2, s, lam=0.1)
+    >>> type(f).__name__
+    'TSMLXPObjective'
+    >>> J, G = f(A)
+    >>> J_np, G_np = tsml.objective(X1, X2, s, lam=0.1)(A)
+    >>> bool(np.isclose(J, J_np) and np.allclose(G, G_np))
+    True
     """
 
     def __init__(self, xp, X1, X2, s, lam=0.0, A0=None, chunk_size=XP_CHUNK_SIZE,
@@ -234,7 +254,7 @@ class TSMLXPObjective(XPLinearObjective):
             C = xp.matmul(u, A.T)  # (m, k)
             norms = xp.sqrt(xp.vecdot(C, C))
             total = total - xp.sum(norms)
-            C *= _safe_inverse(xp, norms)[:, None]
+            C *= safe_inverse(xp, norms)[:, None]
             G = G - xp.matmul(C.T, u)
         return total, G
 
@@ -306,6 +326,20 @@ class XPIndexObjective(XPLinearObjective):
     ``a_i = P[p_i]``, ``b_i = P[q_i]``, the loss's per-pair gradients (``embedding_grad``)
     and their scatter onto ``R`` (n_points, k); then ``G = R^T X`` (one GEMM over the
     points). Without a scatter in ``xp``: ``G += dJ/da^T X[p] + dJ/db^T X[q]`` per chunk.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.losses import ddml, xp_linear
+    >>> rng = np.random.default_rng(0)
+    >>> points = rng.normal(size=(6, 4))
+    >>> index = np.array([[0, 1], [2, 3], [4, 5], [0, 5], [1, 2], [3, 4]])
+    >>> s, A = np.array([1.0, 1, 1, -1, -1, -1]), rng.normal(size=(2, 4))
+    >>> f = xp_linear.xp_index_objective(np, "ddml", points, index, s, T=10.0, tau=1.0)
+    >>> J, G = f(A)
+    >>> J_vec, G_vec = ddml.objective(points[index[:, 0]], points[index[:, 1]], s)(A)
+    >>> bool(np.isclose(J, J_vec) and np.allclose(G, G_vec))
+    True
     """
 
     def __init__(self, xp, points, index, s, embedding_grad, lam=0.0, A0=None,
@@ -313,7 +347,7 @@ class XPIndexObjective(XPLinearObjective):
         if points.ndim != 2 or index.ndim != 2 or index.shape[1] != 2:
             raise ValueError(f"points must be (n_points, d) and index (n_pairs, 2), got "
                              f"{tuple(points.shape)} and {tuple(index.shape)}.")
-        dtype = _work_dtype(xp, points)
+        dtype = work_dtype(xp, points)
         points = xp.astype(points, dtype)
         if not validated:
             check_xp_finite(xp, points, "points")

@@ -17,18 +17,18 @@ per chunk.
 import numpy as np
 
 from .._array_api import device_of, to_numpy
-from ._xp_linear import (
+from .ldml import _check_lam, _check_params, _finish, _symmetrise, unpack
+from .xp_linear import (
     XP_CHUNK_SIZE,
     _chunks,
     _softplus_sigmoid,
-    _work_dtype,
     check_xp_finite,
     check_xp_pair_data,
     numpy_dtype,
     scatter_add_rows,
+    work_dtype,
     xp_labels,
 )
-from .ldml import _check_lam, _check_params, _finish, _symmetrise, unpack
 
 __all__ = ["LDMLXPObjective", "LDMLXPIndexObjective", "xp_objective", "xp_index_objective",
            "xp_metric_distances"]
@@ -47,6 +47,19 @@ class LDMLXPObjective:
 
     Same cost and gradient as :class:`metricfit.losses.ldml.LDMLObjective` (to float
     rounding); ``g = [dJ/dM ravelled, dJ/db]`` in the data's NumPy dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.losses import ldml, xp_ldml
+    >>> rng = np.random.default_rng(0)
+    >>> X1, X2 = rng.normal(size=(2, 20, 4))
+    >>> s = np.repeat([1.0, -1.0], 10)
+    >>> f = xp_ldml.xp_objective(np, X1, X2, s, lam=0.1)  # NumPy as the namespace
+    >>> theta = rng.normal(size=f.n_params)
+    >>> (J, g), (J_np, g_np) = f(theta), ldml.objective(X1, X2, s, lam=0.1)(theta)
+    >>> bool(np.isclose(J, J_np) and np.allclose(g, g_np))
+    True
     """
 
     def __init__(self, xp, X1, X2, s, lam=0.0, chunk_size=XP_CHUNK_SIZE, validated=False):
@@ -88,13 +101,29 @@ class LDMLXPObjective:
 
 class LDMLXPIndexObjective(LDMLXPObjective):
     """LDML over index pairs into device points (n_points, d): O(n_points d^2 + n_pairs d)
-    per call with a scatter (torch, CuPy), as :class:`metricfit.losses.ldml.LDMLIndexObjective`."""
+    per call with a scatter (torch, CuPy), as :class:`metricfit.losses.ldml.LDMLIndexObjective`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.losses import ldml, xp_ldml
+    >>> rng = np.random.default_rng(0)
+    >>> points = rng.normal(size=(6, 4))
+    >>> index = np.array([[0, 1], [2, 3], [4, 5], [0, 5], [1, 2], [3, 4]])
+    >>> s = np.array([1.0, 1, 1, -1, -1, -1])
+    >>> f = xp_ldml.xp_index_objective(np, points, index, s, lam=0.1)
+    >>> theta = rng.normal(size=f.n_params)
+    >>> J, g = f(theta)
+    >>> J_np, g_np = ldml.index_objective(points, index, s, lam=0.1)(theta)
+    >>> bool(np.isclose(J, J_np) and np.allclose(g, g_np))
+    True
+    """
 
     def __init__(self, xp, points, index, s, lam=0.0, chunk_size=XP_CHUNK_SIZE, validated=False):
         if points.ndim != 2 or index.ndim != 2 or index.shape[1] != 2:
             raise ValueError(f"points must be (n_points, d) and index (n_pairs, 2), got "
                              f"{tuple(points.shape)} and {tuple(index.shape)}.")
-        points = xp.astype(points, _work_dtype(xp, points))
+        points = xp.astype(points, work_dtype(xp, points))
         if not validated:
             check_xp_finite(xp, points, "points")
         s = xp_labels(xp, s, index.shape[0], points.dtype, device_of(points))
