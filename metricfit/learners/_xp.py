@@ -29,6 +29,8 @@ from ..losses.xp_linear import (
     XP_LOSSES,
     check_xp_finite,
     numpy_dtype,
+    row_dots,
+    row_norms,
     safe_inverse,
     work_dtype,
     xp_index_objective,
@@ -96,7 +98,7 @@ class DevicePairs:
 
 
 def _l2_normalise(xp, X):
-    return X * safe_inverse(xp, xp.sqrt(xp.vecdot(X, X)))[:, None]
+    return X * safe_inverse(xp, row_norms(xp, X))[:, None]
 
 
 def check_device_pairs(xp, pairs, points=None, n_features=None, reject_zero=False,
@@ -114,20 +116,20 @@ def check_device_pairs(xp, pairs, points=None, n_features=None, reject_zero=Fals
         if points.ndim != 2 or shape[1] != 2:
             raise ValueError(f"index pairs must be (n_pairs, 2) into preprocessor "
                              f"(n_points, d), got {shape} and {tuple(points.shape)}.")
-        points = xp.astype(points, work_dtype(xp, points))
+        points = xp.astype(points, work_dtype(xp, points), copy=False)
         check_xp_finite(xp, points, "preprocessor")
         if shape[0] and (bool(xp.any(pairs < 0)) or bool(xp.any(pairs >= points.shape[0]))):
             raise ValueError(f"pairs index rows outside 0..{points.shape[0] - 1} of the "
                              "preprocessor.")
         out = DevicePairs(xp, points=_l2_normalise(xp, points) if normalize else points,
-                          index=xp.astype(pairs, xp.int64))
+                          index=xp.astype(pairs, xp.int64, copy=False))
         vectors = (points,)
     else:
         if len(shape) != 3 or shape[1] != 2 or shape[0] == 0:
             raise ValueError(f"pairs must be an array of shape (n_pairs, 2, n_features) with "
                              f"n_pairs >= 1 (or (n_pairs, 2) index pairs with a "
                              f"preprocessor), got shape {shape}.")
-        pairs = xp.astype(pairs, work_dtype(xp, pairs))
+        pairs = xp.astype(pairs, work_dtype(xp, pairs), copy=False)
         check_xp_finite(xp, pairs, "pairs")
         X1, X2 = pairs[:, 0, :], pairs[:, 1, :]
         vectors = (X1, X2)
@@ -207,11 +209,11 @@ def _embedded_scores(est, data):
     else:
         a, b = xp.matmul(data.X1, A.T), xp.matmul(data.X2, A.T)
     if score_kind(est) == "cosine":
-        inv = safe_inverse(xp, xp.sqrt(xp.vecdot(a, a))) * safe_inverse(
-            xp, xp.sqrt(xp.vecdot(b, b)))
-        return xp.clip(xp.vecdot(a, b) * inv, -1.0, 1.0)
+        inv = safe_inverse(xp, row_norms(xp, a)) * safe_inverse(
+            xp, row_norms(xp, b))
+        return xp.clip(row_dots(xp, a, b) * inv, -1.0, 1.0)
     diff = a - b
-    return -xp.vecdot(diff, diff)
+    return -row_dots(xp, diff, diff)
 
 
 def _check_linear_fitted(est, xp):
@@ -228,7 +230,7 @@ def transform_on_device(est, xp, X):
             X.ndim == 3 and X.shape[1] != 2):
         raise ValueError(f"X must be points (n, {est.n_features_in_}) or pairs "
                          f"(n, 2, {est.n_features_in_}), got shape {tuple(X.shape)}.")
-    X = xp.astype(X, work_dtype(xp, X))
+    X = xp.astype(X, work_dtype(xp, X), copy=False)
     check_xp_finite(xp, X, "X")
     rows = xp.reshape(X, (-1, X.shape[-1]))
     if est.normalize:
@@ -300,7 +302,7 @@ def ldml_transform_on_device(est, xp, X):
     if X.ndim not in (2, 3) or X.shape[-1] != est.n_features_in_:
         raise ValueError(f"X must be points (n, {est.n_features_in_}) or pairs "
                          f"(n, 2, {est.n_features_in_}), got shape {tuple(X.shape)}.")
-    X = xp.astype(X, work_dtype(xp, X))
+    X = xp.astype(X, work_dtype(xp, X), copy=False)
     check_xp_finite(xp, X, "X")
     L = xp.asarray(np.asarray(est.components_, dtype=numpy_dtype(xp, X.dtype)),
                    device=device_of(X))

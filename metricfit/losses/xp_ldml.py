@@ -25,6 +25,7 @@ from .xp_linear import (
     check_xp_finite,
     check_xp_pair_data,
     numpy_dtype,
+    row_dots,
     scatter_add_rows,
     work_dtype,
     xp_labels,
@@ -93,7 +94,7 @@ class LDMLXPObjective:
         for start, stop in _chunks(self.n_pairs, self.chunk_size):
             delta = self.D[start:stop, :]
             DM = xp.matmul(delta, M)  # (m, d)
-            t, w = _weights(xp, xp.vecdot(DM, delta), s[start:stop], b)
+            t, w = _weights(xp, row_dots(xp, DM, delta), s[start:stop], b)
             total, sum_w = total + t, sum_w + xp.sum(w)
             GM = GM + xp.matmul((w[:, None] * delta).T, delta)  # sum_i w_i delta_i delta_i^T
         return total, GM, sum_w
@@ -123,12 +124,12 @@ class LDMLXPIndexObjective(LDMLXPObjective):
         if points.ndim != 2 or index.ndim != 2 or index.shape[1] != 2:
             raise ValueError(f"points must be (n_points, d) and index (n_pairs, 2), got "
                              f"{tuple(points.shape)} and {tuple(index.shape)}.")
-        points = xp.astype(points, work_dtype(xp, points))
+        points = xp.astype(points, work_dtype(xp, points), copy=False)
         if not validated:
             check_xp_finite(xp, points, "points")
         s = xp_labels(xp, s, index.shape[0], points.dtype, device_of(points))
         self._init_common(xp, points, s, points.shape[1], lam, chunk_size)
-        self.points, self.index = points, xp.astype(index, xp.int64)
+        self.points, self.index = points, xp.astype(index, xp.int64, copy=False)
 
     def _device_cost_grad(self, M, b):
         xp, X, s = self.xp, self.points, self.labels
@@ -138,7 +139,7 @@ class LDMLXPIndexObjective(LDMLXPObjective):
         for start, stop in _chunks(self.n_pairs, self.chunk_size):
             p, q = self.index[start:stop, 0], self.index[start:stop, 1]
             delta = xp.take(X, p, axis=0) - xp.take(X, q, axis=0)
-            dist = xp.vecdot(xp.take(XM, p, axis=0) - xp.take(XM, q, axis=0), delta)
+            dist = row_dots(xp, xp.take(XM, p, axis=0) - xp.take(XM, q, axis=0), delta)
             t, w = _weights(xp, dist, s[start:stop], b)
             total, sum_w = total + t, sum_w + xp.sum(w)
             wd = w[:, None] * delta
@@ -165,5 +166,5 @@ def xp_metric_distances(xp, M, X1, X2, chunk_size=XP_CHUNK_SIZE):
     out = []
     for start, stop in _chunks(X1.shape[0], chunk_size):
         delta = X1[start:stop, :] - X2[start:stop, :]
-        out.append(xp.vecdot(xp.matmul(delta, M), delta))
+        out.append(row_dots(xp, xp.matmul(delta, M), delta))
     return xp.concat(out) if out else xp.zeros((0,), dtype=X1.dtype, device=device_of(X1))

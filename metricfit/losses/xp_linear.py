@@ -36,11 +36,12 @@ the backward GEMM per chunk of pairs.
 
 import numpy as np
 
-from .._array_api import device_of, to_numpy
+from .._array_api import device_of, namespace_name, to_numpy
 from ._linear import check_components
 from .penalty import add_penalty
 
 __all__ = ["XP_CHUNK_SIZE", "xp_dtype", "numpy_dtype", "work_dtype", "safe_inverse",
+           "row_norms", "row_dots",
            "check_xp_finite", "xp_labels", "check_xp_pair_data", "scatter_add_rows",
            "XPLinearObjective", "XPIndexObjective", "xp_objective", "xp_index_objective",
            "XP_LOSSES"]
@@ -93,13 +94,42 @@ def check_xp_pair_data(xp, X1, X2, s, validated=False):
     if X1.shape[0] == 0:
         raise ValueError("no pairs given (n_pairs = 0).")
     dtype = work_dtype(xp, X1, X2)
-    X1, X2 = xp.astype(X1, dtype), xp.astype(X2, dtype)
+    X1, X2 = xp.astype(X1, dtype, copy=False), xp.astype(X2, dtype, copy=False)
     if not validated:
         check_xp_finite(xp, X1, "X1")
         check_xp_finite(xp, X2, "X2")
     if validated:  # labels checked upstream (the estimator's edge)
         return X1, X2, xp.asarray(s, dtype=dtype, device=device_of(X1))
     return X1, X2, xp_labels(xp, s, X1.shape[0], dtype, device_of(X1))
+
+
+def _library(xp):
+    return namespace_name(xp)
+
+
+def row_norms(xp, X):
+    """``|x_i|`` of each row of X (m, k): one reduction kernel on torch
+    (``torch.linalg.vector_norm``), else ``sqrt(vecdot(x, x))``."""
+    library = _library(xp)
+    if library == "torch":
+        import torch
+
+        return torch.linalg.vector_norm(X, dim=-1)
+    if library in ("array_api_strict", "numpy"):
+        return xp.sqrt(xp.vecdot(X, X))
+    return xp.sqrt(xp.sum(X * X, axis=-1))
+
+
+def row_dots(xp, a, b):
+    """``<a_i, b_i>`` of each pair of rows (m,): the square of :func:`row_norms` when a is b;
+    ``vecdot`` on namespaces that implement it natively, else ``sum(a * b)`` (array_api_compat
+    writes torch's ``vecdot`` as a batched matrix product)."""
+    if a is b and _library(xp) == "torch":
+        norms = row_norms(xp, a)
+        return norms * norms
+    if _library(xp) in ("array_api_strict", "numpy"):
+        return xp.vecdot(a, b)
+    return xp.sum(a * b, axis=-1)
 
 
 def _chunks(n, chunk_size):
@@ -125,8 +155,9 @@ def _softplus_sigmoid(xp, t):
 def tsml_embedding_grad(xp, P1, P2, s):
     """TSML (eq. 4, 6): ``(sum_i J_i, dJ/da, dJ/db)`` for embeddings P1, P2 (m, k)."""
     C = P1 + s[:, None] * P2
-    norms = xp.sqrt(xp.vecdot(C, C))
-    total = 0.5 * xp.sum(xp.vecdot(P1, P1) + xp.vecdot(P2, P2)) - xp.sum(norms) + P1.shape[0]
+    norms = row_norms(xp, C)
+    total = (0.5 * xp.sum(row_dots(xp, P1, P1) + row_dots(xp, P2, P2)) - xp.sum(norms)
+             + P1.shape[0])
     C *= safe_inverse(xp, norms)[:, None]
     return total, P1 - C, P2 - s[:, None] * C
 
@@ -134,9 +165,9 @@ def tsml_embedding_grad(xp, P1, P2, s):
 def csml_embedding_grad(xp, P1, P2, s):
     """CSML (seed 002 eq. 11): ``(sum_i J_i, dJ/da, dJ/db)`` for embeddings P1, P2 (m, k),
     in the normalised form of the numba kernel; a zero embedding gives 0."""
-    na, nb = xp.sqrt(xp.vecdot(P1, P1)), xp.sqrt(xp.vecdot(P2, P2))
+    na, nb = row_norms(xp, P1), row_norms(xp, P2)
     inv_a, inv_b = safe_inverse(xp, na), safe_inverse(xp, nb)
-    cos = xp.clip(xp.vecdot(P1, P2) * inv_a * inv_b, -1.0, 1.0)  # 0 where a or b is 0
+    cos = xp.clip(row_dots(xp, P1, P2) * inv_a * inv_b, -1.0, 1.0)  # 0 where a or b is 0
     total = -xp.sum(s * cos)
     ab = (s * inv_a * inv_b)[:, None]
     D1 = (s * cos * inv_a * inv_a)[:, None] * P1 - ab * P2
@@ -146,7 +177,7 @@ def csml_embedding_grad(xp, P1, P2, s):
 
 def _ddml_weights(xp, P, s, T, tau):
     """``(sum_i J_i, s_i sigma(T z_i))`` for the differences P (m, k) = a - b."""
-    softplus, sig = _softplus_sigmoid(xp, T * (1 - s * (tau - xp.vecdot(P, P))))
+    softplus, sig = _softplus_sigmoid(xp, T * (1 - s * (tau - row_dots(xp, P, P))))
     return xp.sum(softplus) * (0.5 / T), s * sig
 
 
@@ -252,7 +283,7 @@ class TSMLXPObjective(XPLinearObjective):
         for start, stop in _chunks(self.n_pairs, self.chunk_size):
             u = self.U[start:stop, :]
             C = xp.matmul(u, A.T)  # (m, k)
-            norms = xp.sqrt(xp.vecdot(C, C))
+            norms = row_norms(xp, C)
             total = total - xp.sum(norms)
             C *= safe_inverse(xp, norms)[:, None]
             G = G - xp.matmul(C.T, u)
@@ -348,7 +379,7 @@ class XPIndexObjective(XPLinearObjective):
             raise ValueError(f"points must be (n_points, d) and index (n_pairs, 2), got "
                              f"{tuple(points.shape)} and {tuple(index.shape)}.")
         dtype = work_dtype(xp, points)
-        points = xp.astype(points, dtype)
+        points = xp.astype(points, dtype, copy=False)
         if not validated:
             check_xp_finite(xp, points, "points")
             if index.shape[0] and (bool(xp.any(index < 0))
@@ -356,7 +387,7 @@ class XPIndexObjective(XPLinearObjective):
                 raise ValueError(f"index holds rows outside 0..{points.shape[0] - 1}.")
         s = xp_labels(xp, s, index.shape[0], dtype, device_of(points))
         self._init_common(xp, points, s, points.shape[1], lam, A0, chunk_size)
-        self.points, self.index = points, xp.astype(index, xp.int64)
+        self.points, self.index = points, xp.astype(index, xp.int64, copy=False)
         self.embedding_grad, self.params = embedding_grad, params
 
     def _device_cost_grad(self, A):
