@@ -141,16 +141,20 @@ def namespace_name(xp):
     return name
 
 
-def supported_namespace(*arrays, names, supported=SUPPORTED_NAMESPACES, what="metricfit"):
+def supported_namespace(*arrays, names, supported=SUPPORTED_NAMESPACES, what="metricfit",
+                        host=("dask",)):
     """The namespace to compute in, or None for metricfit's NumPy path.
 
     :func:`get_namespace` over the array arguments (lists, tuples and scalars among them are
-    left out: they follow the arrays), then: an object array_api_compat does not know, or a
-    namespace outside ``supported``, raises a ValueError naming the argument and the
-    namespaces ``what`` computes in.
+    left out: they follow the arrays), then: a library of ``host`` (Dask: metricfit's NumPy
+    path reads Dask arrays block by block itself) gives None; an object array_api_compat does
+    not know, or a namespace outside ``supported``, raises a ValueError naming the argument
+    and the namespaces ``what`` computes in.
     """
     given = [(n, x) for n, x in zip(names, arrays, strict=True)
              if x is not None and not isinstance(x, (list, tuple, int, float))]
+    if any(type(x).__module__.split(".")[0] in host for _, x in given):
+        return None  # e.g. Dask points: the NumPy path reads them block by block
     try:
         xp, dispatched = get_namespace(*[x for _, x in given], names=[n for n, _ in given])
     except TypeError as error:  # array_api_compat: not an array of a known library

@@ -9,7 +9,7 @@ import pytest
 
 import metricfit
 from metricfit import CSML, DDML, LDML, TSML, Siamese
-from metricfit._array_api import to_numpy
+from metricfit._array_api import supported_namespace, to_numpy
 from metricfit.losses import csml, ddml, ldml, tsml
 
 pytest.importorskip("array_api_compat")
@@ -282,11 +282,22 @@ def test_mixed_namespaces_devices_and_unsupported_input_are_named():
 
 
 def test_an_unsupported_namespace_is_named():
-    da = pytest.importorskip("dask.array")
-    pairs, y = _pairs(n=20)
+    torch = pytest.importorskip("torch")
     with metricfit.array_api_dispatch():
-        with pytest.raises(ValueError, match="namespace 'dask'.*not supported.*torch"):
-            TSML().fit(da.from_array(pairs), da.from_array(y))
+        with pytest.raises(ValueError, match="namespace 'torch'.*not supported by TSML.*cupy"):
+            supported_namespace(torch.ones(3, 2), names=["pairs"], supported=("cupy",),
+                                what="TSML")
+
+
+def test_dask_points_keep_the_numpy_path_with_dispatch_on():
+    da = pytest.importorskip("dask.array")
+    pairs, y = _pairs(n=40)
+    points = pairs.reshape(-1, pairs.shape[2])
+    index = np.arange(points.shape[0]).reshape(-1, 2)
+    ref = TSML(n_components=3, preprocessor=points).fit(index, y)
+    with metricfit.array_api_dispatch():
+        est = TSML(n_components=3, preprocessor=da.from_array(points, chunks=20)).fit(index, y)
+    np.testing.assert_allclose(est.components_, ref.components_, rtol=1e-10)
 
 
 # -- GPU ----------------------------------------------------------------------------------
