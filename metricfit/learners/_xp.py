@@ -26,6 +26,7 @@ from .. import metrics
 from .._array_api import device_of, supported_namespace, to_numpy
 from ..losses import xp_ldml
 from ..losses.xp_linear import (
+    XP_CHUNK_SIZE,
     XP_LOSSES,
     check_xp_finite,
     numpy_dtype,
@@ -72,13 +73,18 @@ class DevicePairs:
     def is_index(self):
         return self.points is not None
 
-    def first_second(self):
-        """(first, second) vectors of every pair (gathered for index pairs)."""
-        if not self.is_index:
-            return self.X1, self.X2
+    def chunks(self, chunk_size=XP_CHUNK_SIZE):
+        """Yield (first, second) vectors (m, d) of ``chunk_size`` pairs at a time (gathered
+        from the points for index pairs: O(chunk_size d) memory)."""
         xp = self.xp
-        return (xp.take(self.points, self.index[:, 0], axis=0),
-                xp.take(self.points, self.index[:, 1], axis=0))
+        for start in range(0, self.n, chunk_size):
+            stop = min(start + chunk_size, self.n)
+            if not self.is_index:
+                yield self.X1[start:stop, :], self.X2[start:stop, :]
+            else:
+                rows = self.index[start:stop, :]
+                yield (xp.take(self.points, rows[:, 0], axis=0),
+                       xp.take(self.points, rows[:, 1], axis=0))
 
     def rows(self, keep):
         """The pairs ``keep`` (host boolean mask), on the device."""
@@ -254,15 +260,17 @@ def pair_score_on_device(est, xp, pairs):
 
 def _difference_rms(data):
     """rms of ``x - y`` per feature (d,) on the host, summed in float64 on the device."""
-    xp = data.xp
-    X1, X2 = data.first_second()
-    delta = xp.astype(X1, xp.float64) - xp.astype(X2, xp.float64)
-    return np.sqrt(to_numpy(xp.sum(delta * delta, axis=0)) / data.n)
+    xp, total = data.xp, 0.0
+    for x1, x2 in data.chunks():
+        delta = xp.astype(x1, xp.float64) - xp.astype(x2, xp.float64)
+        total = total + xp.sum(delta * delta, axis=0)
+    return np.sqrt(to_numpy(total) / data.n)
 
 
 def _ldml_distances(data, M):
-    X1, X2 = data.first_second()
-    return xp_ldml.xp_metric_distances(data.xp, M, X1, X2)
+    """``delta_i^T M delta_i`` (n,) on the device, chunk by chunk."""
+    return data.xp.concat([xp_ldml.xp_metric_distances(data.xp, M, x1, x2)
+                           for x1, x2 in data.chunks()])
 
 
 def fit_ldml_on_device(est, xp, pairs, y):
