@@ -41,13 +41,14 @@ bench_gradients.py`` in the source repository.
 import os
 import sys
 
-from . import bench, fuse, verify
+from . import bench, evaluate, fuse, score, verify
 from ._args import FEATURES, _parser  # noqa: F401  (docs/_apigen.py and the tests read _parser)
 from ._output import strict_json  # noqa: F401
 from .verify import _extractor, _features  # noqa: F401
 
 __all__ = ["main"]
-_COMMANDS = {"verify": verify.run, "fuse": fuse.run, "bench": bench.run}
+_COMMANDS = {"verify": verify.run, "fuse": fuse.run, "bench": bench.run, "score": score.run,
+             "evaluate": evaluate.run}
 
 
 def main(argv=None):
