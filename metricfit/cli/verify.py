@@ -31,9 +31,37 @@ def _load(args):
         raise ValueError(f"unknown data set {name!r}; choose digits, att, lfw, yale or PATH.npz.")
     data = getattr(datasets, f"load_{name}_faces")(args.data_home) if name in ("att", "yale") \
         else datasets.load_labelled_npz(name)
+    own = _own_pairs(args, data)
+    if own is not None:
+        pairs, y, pair_fold, source = own
+        return Bunch(images=data.images, labels=data.labels, pairs=pairs, y=y,
+                     pair_fold=pair_fold, image_fold=None, source=source)
     pairs, y, pair_fold, image_fold = labelled_folds(data.labels)
     return Bunch(images=data.images, labels=data.labels, pairs=pairs, y=y, pair_fold=pair_fold,
-                 image_fold=image_fold)
+                 image_fold=image_fold, source=None)
+
+
+def _own_pairs(args, data):
+    """The user's pairs of a labelled .npz: ``--pairs PAIRS.txt`` (LFW style) or the pair
+    arrays stored in the file, as ``(index_pairs, y, fold, source)``; None without them."""
+    if isinstance(args.pairs, str):
+        index, y, fold = datasets.read_pairs_over_ids(
+            args.pairs, data.ids if data.get("ids") is not None else [], data.labels)
+        source = f"the pairs of {Path(args.pairs).name}"
+    elif data.get("pairs") is not None:
+        (index, y, fold), source = data.pairs, f"the pairs stored in {Path(args.data).name}"
+    else:
+        return None
+    folds, counts = np.unique(fold, return_counts=True)
+    if folds.size < 3:
+        raise ValueError(f"--data {args.data}: {source} fall in {folds.size} fold(s); the "
+                         "rotation needs 3 or more (train, validation, test).")
+    for f in folds:
+        if np.unique(y[fold == f]).size < 2:
+            raise ValueError(f"--data {args.data}: fold {f} of {source} lacks same- or "
+                             "different-identity pairs.")
+    per = f"{counts[0]}" if np.all(counts == counts[0]) else f"{counts.min()} to {counts.max()}"
+    return index, y, fold, f"{source}: {folds.size} folds of {per} pairs"
 
 
 def _extractor(kind, height, width, lbp_block=10, lbp_radius=1):
@@ -78,20 +106,44 @@ def _features(images, kind, quiet, lbp_block=10, lbp_radius=1):
     return np.sqrt(out) if kind.startswith("sqrt-") else out
 
 
+def _wpca_dimension(args, vectors):
+    """``(wpca, n_components)`` of the run: --wpca none, --wpca N / --n-components N, or the
+    default (32 digits, else 100), capped at the dimension of the vectors with a note."""
+    if args.wpca == "none":
+        return False, None, "no WPCA"
+    asked = args.wpca or args.n_components
+    k = asked or (32 if args.data == "digits" else 100)
+    if k > vectors.shape[1]:
+        note = f"WPCA-{vectors.shape[1]} (the vectors' dimension; {k} asked)"
+        return True, vectors.shape[1], note
+    return True, k, f"WPCA-{k}"
+
+
 def _run(args, data, vectors, methods, lams, progress):
+    wpca, n_components, wpca_note = _wpca_dimension(args, vectors)
     config = verification.ExperimentConfig(
-        methods=methods, n_components=args.n_components or (32 if args.data == "digits"
-                                                            else 100),
+        methods=methods, n_components=n_components or 1, wpca=wpca,
+        raw_baseline=args.baseline == "raw", prior=args.prior,
         lams=lams, max_iter=args.max_iter, fusion=args.fusion, snorm=args.snorm,
         selection=dict(dims=args.dims) if args.select else None,
         cnn=dict(max_epochs=args.cnn_epochs, n_jobs=args.threads))
+    if args.select:
+        wpca_note = "WPCA chosen on validation" if wpca else "no WPCA"
+    if "baseline" in methods:
+        wpca_note += ("; baseline: cosine of the raw vectors" if args.baseline == "raw" or not wpca
+                      else "; baseline: cosine after WPCA")
     images = data.images if any(map(verification.takes_images, methods)) else None
     if args.data == "digits":
         experiments = verification.run_digits(vectors, data.labels, config,
                                               n_repeats=args.repeats, progress=progress,
                                               images=images)
-        return experiments, "digits: train/val/test pairs on disjoint images, shared classes"
+        return experiments, ("digits: train/val/test pairs on disjoint images, shared classes; "
+                             f"{wpca_note}")
     unrestricted = args.setting == "unrestricted"
+    if unrestricted and data.get("image_fold", 0) is None:
+        raise ValueError(f"--setting unrestricted draws pairs within identity folds; the pairs "
+                         f"of {args.data} come with their own folds: use the restricted "
+                         "setting.")
     train = (unrestricted_train_pairs(data.labels, data.image_fold, args.pairs)
              if unrestricted else None)
     experiments = verification.run_folds(vectors, data.pairs, data.y, data.pair_fold, config,
@@ -104,10 +156,14 @@ def _run(args, data, vectors, methods, lams, progress):
         f"as many at most)" if unrestricted else "training on the fixed pairs of the folds"
     if args.data == "lfw":
         return experiments, f"LFW View 2 {setting} (seed 002 III.A): {which}, 8/1/1 " \
-            "folds" + (f"; {drawn}" if unrestricted else "")
+            "folds" + (f"; {drawn}" if unrestricted else "") + f"; {wpca_note}"
+    if data.get("source"):
+        return experiments, (f"{Path(args.data).name} {setting}, {data.source}; {which}, "
+                             f"{n - 2}/1/1 folds; {wpca_note}")
     return experiments, (f"{Path(args.data).name} {setting}: {np.unique(data.labels).size} "
                          f"identities in {n}"
-                         f" folds, {which} {n - 2}/1/1 folds; {drawn}")
+                         f" folds (all same-identity pairs of each fold, as many different), "
+                         f"{which} {n - 2}/1/1 folds; {drawn}; {wpca_note}")
 
 
 def _check_cnn_and_experiments(args, methods):
@@ -139,6 +195,19 @@ def _check_loaded(args, data, methods):
         if wrong:
             raise ValueError(f"--experiments: {Path(args.data).name} has experiments 0 to "
                              f"{n - 1}, got {','.join(map(str, wrong))}.")
+
+
+def _check_user_pairs(args):
+    """--wpca against --n-components, --pairs FILE against the data and setting (exit 2)."""
+    if args.wpca is not None and args.n_components is not None:
+        raise ValueError("--wpca and --n-components both set the WPCA dimension: give one.")
+    if isinstance(args.pairs, str):
+        if not args.data.endswith(".npz"):
+            raise ValueError(f"--pairs {args.pairs}: a pairs file applies to --data PATH.npz "
+                             f"(your embeddings or images), not to {args.data}.")
+        if args.setting == "unrestricted":
+            raise ValueError("--pairs PAIRS.txt gives the restricted protocol's fixed pairs; "
+                             "--setting unrestricted draws its own (give --pairs N).")
 
 
 def _check_back_end_flags(args):
@@ -179,9 +248,10 @@ def run(args):
         raise ValueError("--fusion needs at least two methods.")
     _check_back_end_flags(args)
     _check_cnn_and_experiments(args, methods)
-    if args.select and args.n_components is not None:
-        raise ValueError("--n-components and --select exclude each other: with --select the "
-                         "WPCA dimension is chosen from --dims.")
+    if args.select and (args.n_components is not None or args.wpca not in (None, "none")):
+        raise ValueError("--n-components / --wpca N and --select exclude each other: with "
+                         "--select the WPCA dimension is chosen from --dims.")
+    _check_user_pairs(args)
     if args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -222,14 +292,14 @@ def run(args):
         for label, run_ in runs.items():
             print(f"variant {label}:")
             print(verification.format_table(verification.summarise(run_),
-                                            calibrated=args.calibrate))
+                                            calibrated=args.calibrate, prior=args.prior))
         protocol += (f"; LBP variant (cell side x radius) chosen on validation per method and "
                      f"experiment from {', '.join(runs)}")
     elif args.features in ("lbp", "sqrt-lbp"):
         protocol += f"; LBP {next(iter(runs)) or ''}".rstrip()
     print(f"{protocol}; features {args.features}; mean +- SEM over {len(experiments)}; "
           f"{seconds:.1f} s")
-    print(verification.format_table(rows, calibrated=args.calibrate))
+    print(verification.format_table(rows, calibrated=args.calibrate, prior=args.prior))
     if caught:
         print(f"metricfit: {len(caught)} warning(s) while fitting, e.g. {caught[0].message}",
               file=sys.stderr)
@@ -238,6 +308,7 @@ def run(args):
             "data": args.data, "features": args.features, "protocol": protocol,
             "setting": None if args.data == "digits" else args.setting or "restricted",
             "methods": methods, "fusion": args.fusion, "seconds": seconds,
+            "prior": args.prior, "wpca": args.wpca, "baseline": args.baseline,
             "selection": {"dims": args.dims, "normalize": [False, True],
                           "lams": list(lams), "edge_decades": 1} if args.select else None,
             "summary": rows,

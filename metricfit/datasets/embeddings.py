@@ -295,8 +295,8 @@ def read_pairs_over_ids(path, ids, labels=None):
     stems, nth = _rows_by_name(ids, labels)
     index = np.empty((len(parsed), 2), dtype=np.int64)
     for k in range(len(parsed)):
-        for side, (name, number) in enumerate(((parsed.name1[k], parsed.number1[k]),
-                                               (parsed.name2[k], parsed.number2[k]))):
+        for side, (name, number) in enumerate(((str(parsed.name1[k]), int(parsed.number1[k])),
+                                               (str(parsed.name2[k]), int(parsed.number2[k])))):
             row = stems.get(f"{name}_{number:04d}")
             if row is None and name in nth and number <= len(nth[name]):
                 row = nth[name][number - 1]
