@@ -318,9 +318,10 @@ def _parser():
     verify.add_argument("--wpca", type=_wpca, default=None, metavar="none|N",
                         help="WPCA before the methods: none, or its dimension (same as "
                              "--n-components)")
-    verify.add_argument("--baseline", choices=["raw", "wpca"], default="raw",
-                        help="the baseline row: cosine of the raw feature vectors (default) or "
-                             "after WPCA like the other methods")
+    verify.add_argument("--baseline", choices=["raw", "wpca"], default=None,
+                        help="the baseline row: cosine of the raw feature vectors or after "
+                             "WPCA like the other methods (default: raw for PATH.npz, your "
+                             "embeddings; wpca for the bundled sets, as in the seeds' tables)")
     verify.add_argument("--prior", type=_prior, default=0.01,
                         help="target prior of the reported minDCF / actDCF and of --calibrate "
                              "(default 0.01)")

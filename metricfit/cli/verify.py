@@ -119,19 +119,27 @@ def _wpca_dimension(args, vectors):
     return True, k, f"WPCA-{k}"
 
 
+def _baseline(args):
+    """--baseline, by default raw for the user's .npz and wpca for the bundled sets."""
+    if args.baseline is not None:
+        return args.baseline
+    return "raw" if args.data.endswith(".npz") else "wpca"
+
+
 def _run(args, data, vectors, methods, lams, progress):
     wpca, n_components, wpca_note = _wpca_dimension(args, vectors)
     config = verification.ExperimentConfig(
         methods=methods, n_components=n_components or 1, wpca=wpca,
-        raw_baseline=args.baseline == "raw", prior=args.prior,
+        raw_baseline=_baseline(args) == "raw", prior=args.prior,
         lams=lams, max_iter=args.max_iter, fusion=args.fusion, snorm=args.snorm,
         selection=dict(dims=args.dims) if args.select else None,
         cnn=dict(max_epochs=args.cnn_epochs, n_jobs=args.threads))
     if args.select:
         wpca_note = "WPCA chosen on validation" if wpca else "no WPCA"
     if "baseline" in methods:
-        wpca_note += ("; baseline: cosine of the raw vectors" if args.baseline == "raw" or not wpca
-                      else "; baseline: cosine after WPCA")
+        raw = _baseline(args) == "raw" or not wpca
+        wpca_note += "; baseline: cosine of the raw vectors" if raw else \
+            "; baseline: cosine after WPCA"
     images = data.images if any(map(verification.takes_images, methods)) else None
     if args.data == "digits":
         experiments = verification.run_digits(vectors, data.labels, config,
@@ -161,9 +169,9 @@ def _run(args, data, vectors, methods, lams, progress):
         return experiments, (f"{Path(args.data).name} {setting}, {data.source}; {which}, "
                              f"{n - 2}/1/1 folds; {wpca_note}")
     return experiments, (f"{Path(args.data).name} {setting}: {np.unique(data.labels).size} "
-                         f"identities in {n}"
-                         f" folds (all same-identity pairs of each fold, as many different), "
-                         f"{which} {n - 2}/1/1 folds; {drawn}; {wpca_note}")
+                         f"identities in {n} folds, {which} {n - 2}/1/1 folds (pairs: every "
+                         f"same-identity pair of a fold, as many different); {drawn}; "
+                         f"{wpca_note}")
 
 
 def _check_cnn_and_experiments(args, methods):
@@ -308,7 +316,7 @@ def run(args):
             "data": args.data, "features": args.features, "protocol": protocol,
             "setting": None if args.data == "digits" else args.setting or "restricted",
             "methods": methods, "fusion": args.fusion, "seconds": seconds,
-            "prior": args.prior, "wpca": args.wpca, "baseline": args.baseline,
+            "prior": args.prior, "wpca": args.wpca, "baseline": _baseline(args),
             "selection": {"dims": args.dims, "normalize": [False, True],
                           "lams": list(lams), "edge_decades": 1} if args.select else None,
             "summary": rows,

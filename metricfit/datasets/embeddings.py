@@ -235,7 +235,7 @@ def load_embeddings(path, ids=None, labels=None):
                               _load_npz(path) if suffix == ".npz" else _load_table(path))
     if labels is not None:
         table = read_id_map(labels)
-        missing = [i for i in row_ids if i not in table]
+        missing = [str(i) for i in row_ids if i not in table]
         if missing:
             raise ValueError(f"{labels}: no label for id {missing[0]!r} of {path} "
                              f"({len(missing)} id(s) without one).")
