@@ -188,8 +188,8 @@ def _pair_source(text):
         return _positive_int(text)
     path = Path(text).expanduser()
     if not path.is_file():
-        raise argparse.ArgumentTypeError(f"expected a count of training pairs or an LFW-style "
-                                         f"pairs file, got {text!r} (no such file)")
+        raise argparse.ArgumentTypeError(f"expected a positive integer (training pairs) or an "
+                                         f"LFW-style pairs file, got {text!r} (no such file)")
     return str(path)
 
 
