@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.utils import Bunch
 
 from .. import datasets
-from ..experiments import verification
+from ..experiments import selection, verification
 from ..pairs.splits import labelled_folds, unrestricted_train_pairs
 from ._output import _write_json
 from ._plot import _plot
@@ -131,11 +131,16 @@ def _run(args, data, vectors, methods, lams, progress):
     config = verification.ExperimentConfig(
         methods=methods, n_components=n_components or 1, wpca=wpca,
         raw_baseline=_baseline(args) == "raw", prior=args.prior,
+        start_candidates=args.data.endswith(".npz"),
         lams=lams, max_iter=args.max_iter, fusion=args.fusion, snorm=args.snorm,
         selection=dict(dims=args.dims) if args.select else None,
         cnn=dict(max_epochs=args.cnn_epochs, n_jobs=args.threads))
     if args.select:
         wpca_note = "WPCA chosen on validation" if wpca else "no WPCA"
+    if args.data.endswith(".npz") and any(map(selection.starts_centred, methods)):
+        wpca_note += ("; 'no learning' (the start)" + (" and 'no WPCA'" if args.select and wpca
+                                                       else "")
+                      + " among the candidates chosen on validation")
     if "baseline" in methods:
         raw = _baseline(args) == "raw" or not wpca
         wpca_note += "; baseline: cosine of the raw vectors" if raw else \

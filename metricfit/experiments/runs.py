@@ -29,8 +29,8 @@ from .selection import (
     select_and_test,
 )
 
-__all__ = ["ExperimentConfig", "run_experiment", "run_folds", "run_lfw_restricted",
-           "run_digits"]
+__all__ = ["NO_WPCA_MAX_DIM", "ExperimentConfig", "run_experiment", "run_folds",
+           "run_lfw_restricted", "run_digits"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,13 @@ class ExperimentConfig:
     prior : float in (0, 1), default=0.01
         The target prior of the minDCF and actDCF reported, and of the calibration behind
         actDCF.
+    start_candidates : bool, default=False
+        Candidates that keep a learned metric from falling below where it starts: "no
+        learning" (:data:`~metricfit.experiments.selection.NO_LEARNING`, the start itself)
+        among the lambdas of the start-centred learners, and with ``selection`` (and WPCA),
+        "no WPCA" (the selection run again on the raw vectors, when they have at most
+        :data:`NO_WPCA_MAX_DIM` dimensions; the one of better validation maxDA is kept, its
+        Result's ``choice`` saying ``{"wpca": "none"}``).
 
     Examples
     --------
@@ -87,12 +94,17 @@ class ExperimentConfig:
     wpca: bool = True
     raw_baseline: bool = False
     prior: float = 0.01
+    start_candidates: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "methods", tuple(self.methods))
         if not 0 < self.prior < 1:
             raise ValueError(f"prior must be in (0, 1), got {self.prior!r}.")
 
+
+NO_WPCA_MAX_DIM = 1024
+"""The largest raw dimension the "no WPCA" candidate is tried at (learned metrics fit d x d
+matrices: embeddings of 128-1024 dimensions, not 5,900-bin LBP histograms)."""
 
 _CONFIG_FIELDS = tuple(f.name for f in fields(ExperimentConfig))
 
@@ -158,15 +170,16 @@ def run_experiment(vectors, splits, config=None, *old_args, progress=None, image
     embedded, data, image_data = _experiment_data(vectors, splits, config, selection, images)
     raw = _raw_data(vectors, splits) if config.raw_baseline and config.wpca else None
     train_images = np.unique(splits[0][0])
-    results = []
+    results, inputs = [], []  # inputs: the (train, val, test) pairs each row was scored on
 
-    def add(result):
+    def add(result, pairs):
         if config.prior != 0.01:
             val = (result.val_scores, result.val_y) if result.val_scores is not None else None
             for key, value in _back_end_metrics(result.scores, result.y, val,
                                                 config.prior).items():
                 setattr(result, key, value)
         results.append(result)
+        inputs.append(pairs)
         if progress:
             progress(result)
 
@@ -174,29 +187,45 @@ def run_experiment(vectors, splits, config=None, *old_args, progress=None, image
         points, pairs = (vectors, raw) if name == "baseline" and raw is not None else \
             (embedded, data)
         if takes_images(name):
-            add(image_method_and_test(name, *image_data, params=config.cnn))
+            add(image_method_and_test(name, *image_data, params=config.cnn), image_data)
         elif selection is not None and pairs is data:
-            add(select_all_and_test(name, *pairs, lams=config.lams, max_iter=config.max_iter,
-                                    **selection))
+            result = _select_with_raw(name, data, vectors, splits, config, selection)
+            if _raw_chosen(result):
+                points, pairs = vectors, _raw_data(vectors, splits)
+            add(result, pairs)
         else:
-            add(select_and_test(name, *pairs, lams=config.lams, max_iter=config.max_iter))
+            add(select_and_test(name, *pairs, lams=config.lams, max_iter=config.max_iter,
+                                no_learning=config.start_candidates), pairs)
         if config.snorm:
             cohort = points[np.random.RandomState(0).choice(
                 train_images, min(config.snorm, train_images.size), replace=False)]
-            add(snorm_result(results[-1], cohort, pairs[1], pairs[2]))
+            add(snorm_result(results[-1], cohort, pairs[1], pairs[2]), pairs)
     if config.fusion:
-        inputs = [[_method_data(r.method, data, raw, image_data)[k][0] for r in results]
-                  for k in (1, 2)]
-        add(fuse(results, (inputs[0], data[1][1]), (inputs[1], data[2][1])))
+        add(fuse(results, *[([p[k][0] for p in inputs], data[k][1]) for k in (1, 2)]), data)
     return results
 
 
-def _method_data(name, data, raw, image_data):
-    """The pairs a row was scored on: images, raw vectors (the raw baseline) or WPCA ones."""
-    if takes_images(name):
-        return image_data
-    base = name.removesuffix("+snorm")
-    return raw if base == "baseline" and raw is not None else data
+def _raw_chosen(result):
+    """Whether the "no WPCA" candidate won (the Result's model takes raw vectors)."""
+    return isinstance(result.choice, dict) and result.choice.get("wpca") == "none"
+
+
+def _select_with_raw(name, data, vectors, splits, config, selection):
+    """:func:`select_all_and_test` on the WPCA pairs and, as the "no WPCA" candidate of
+    ``config.start_candidates``, on the raw vectors' pairs: the Result of better validation
+    maxDA (WPCA on a tie)."""
+    settings = dict(lams=config.lams, max_iter=config.max_iter,
+                    no_learning=config.start_candidates)
+    result = select_all_and_test(name, *data, **settings, **selection)
+    d = np.shape(vectors)[1]
+    if not (config.start_candidates and config.wpca and d <= NO_WPCA_MAX_DIM):
+        return result
+    raw = select_all_and_test(name, *_raw_data(vectors, splits), **settings,
+                              **{**selection, "dims": [d]})
+    if raw.val_maxda > result.val_maxda:
+        raw.choice = {"wpca": "none"}
+        return raw
+    return result
 
 
 def _raw_data(vectors, splits):
