@@ -166,7 +166,7 @@ def test_labelled_npz_with_pairs(tmp_path):
         load_labelled_npz(path)
     np.savez(path, X=np.ones((12, 3)), labels=labels, pairs=pairs + 6,
              pair_labels=np.ones(6, int), pair_folds=np.zeros(6, int))
-    with pytest.raises(ValueError, match=r"d.npz: 'pairs' holds row 12, outside 0 .. 11"):
+    with pytest.raises(ValueError, match=r"d.npz: 'pairs' holds row 13, outside 0 .. 11"):
         load_labelled_npz(path)
     np.savez(path, X=np.ones((12, 3)), labels=labels, pairs=pairs,
              pair_labels=np.full(6, 2), pair_folds=np.zeros(6, int))
