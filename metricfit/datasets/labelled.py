@@ -19,9 +19,9 @@ PAIR_KEYS = ("pairs", "pair_labels", "pair_folds")
 def load_labelled_npz(path):
     """Images (n, H, W) or vectors (n, d) and their labels from the ``.npz`` at ``path`` (keys
     ``images`` or ``X``, and ``labels``), as a Bunch; the ``metricfit verify --data PATH.npz``
-    format. Optional: ``ids`` (n,) (the Bunch's ``ids``, else None) and the user's own pairs
-    (:data:`PAIR_KEYS`; the Bunch's ``pairs`` is ``(index_pairs, y in {-1, +1}, fold)``, else
-    None).
+    format (``embeddings`` is read as ``X``). Optional: ``ids`` (n,) (the Bunch's ``ids``,
+    else None) and the user's own pairs (:data:`PAIR_KEYS`; the Bunch's ``pairs`` is
+    ``(index_pairs, y in {-1, +1}, fold)``, else None).
 
     Raises
     ------
@@ -35,7 +35,8 @@ def load_labelled_npz(path):
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: --data PATH.npz needs an existing file.")
     arrays = read_npz_file(path, what=f"a labelled .npz holding {LABELLED_NPZ}")
-    images, labels = arrays.get("images", arrays.get("X")), arrays.get("labels")
+    images = arrays.get("images", arrays.get("X", arrays.get("embeddings")))
+    labels = arrays.get("labels")
     if images is None or labels is None:
         raise ValueError(f"{path} must hold {LABELLED_NPZ}; found keys {sorted(arrays)}.")
     if (images.ndim not in (2, 3) or images.dtype.kind not in "biuf" or labels.ndim != 1
