@@ -143,3 +143,14 @@ def test_pairs_file_needs_npz_data(embeddings, capsys):
     folder, _, _ = embeddings
     assert _verify("--pairs", str(folder / "pairs.txt")) == 2
     assert "a pairs file applies to --data PATH.npz" in capsys.readouterr().err
+
+
+def test_the_trials_a_min_dcf_rests_on(embeddings, capsys):
+    folder, _, _ = embeddings
+    out = folder / "r.json"
+    assert _verify("--data", str(folder / "emb.npz"), "--pairs", str(folder / "pairs.txt"),
+                   "--methods", "baseline", "--json", str(out)) == 0
+    err = capsys.readouterr().err
+    assert ("minDCF(0.01) rests on 10 target and 10 non-target test pairs per experiment: one "
+            "false accept moves it by 9.9, one miss by 0.1 (warning: too few") in err
+    assert _report(out)["dcf_resolution"]["one_false_accept"] == pytest.approx(9.9)

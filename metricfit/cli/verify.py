@@ -251,6 +251,22 @@ def _lbp_variants(args):
     return [(f"{b}x{b} r{_radius_label(r)}", b, r) for b in blocks for r in radii]
 
 
+def _dcf_resolution(experiments, prior, limit=0.05):
+    """How many test pairs the minDCF of one experiment rests on, and how far one false
+    accept (weight (1 - P) / P over the non-target pairs) and one miss move it."""
+    y = np.concatenate([np.asarray(results[0].y) for results in experiments])
+    n_tar = int(np.sum(y == 1)) / len(experiments)
+    n_non = int(np.sum(y != 1)) / len(experiments)
+    step_fa, step_miss = (1 - prior) / prior / max(n_non, 1), 1 / max(n_tar, 1)
+    text = (f"minDCF({prior:g}) rests on {n_tar:g} target and {n_non:g} non-target test pairs "
+            f"per experiment: one false accept moves it by {step_fa:.3g}, one miss by "
+            f"{step_miss:.3g}")
+    if step_fa > limit:
+        text += " (warning: too few non-target pairs for this operating point)"
+    return {"n_target": n_tar, "n_nontarget": n_non, "one_false_accept": step_fa,
+            "one_miss": step_miss, "text": text}
+
+
 def run(args):
     methods = verification.resolve_methods(args.methods, args.similar_only)
     lams = args.lams
@@ -313,6 +329,8 @@ def run(args):
     print(f"{protocol}; features {args.features}; mean +- SEM over {len(experiments)}; "
           f"{seconds:.1f} s")
     print(verification.format_table(rows, calibrated=args.calibrate, prior=args.prior))
+    resolution = _dcf_resolution(experiments, args.prior)
+    print(f"metricfit: {resolution['text']}", file=sys.stderr)  # the table stays parsable
     if caught:
         print(f"metricfit: {len(caught)} warning(s) while fitting, e.g. {caught[0].message}",
               file=sys.stderr)
@@ -322,6 +340,7 @@ def run(args):
             "setting": None if args.data == "digits" else args.setting or "restricted",
             "methods": methods, "fusion": args.fusion, "seconds": seconds,
             "prior": args.prior, "wpca": args.wpca, "baseline": _baseline(args),
+            "dcf_resolution": {k: v for k, v in resolution.items() if k != "text"},
             "selection": {"dims": args.dims, "normalize": [False, True],
                           "lams": list(lams), "edge_decades": 1} if args.select else None,
             "summary": rows,
