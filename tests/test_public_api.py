@@ -90,6 +90,7 @@ PUBLIC_NAMES = frozenset({
     "metricfit.backend.PAVCalibration", "metricfit.backend.ScoreNormalizer",
     "metricfit.backend.normalize_scores", "metricfit.backend.read_scores",
     "metricfit.backend.read_trials", "metricfit.backend.score_sets",
+    "metricfit.backend.read_trial_list",
     "metricfit.backend.fit_gaussian", "metricfit.backend.gaussian_claims",
     "metricfit.backend.gaussian_log_density",
     "metricfit.backend.score_trials", "metricfit.backend.write_scores",
@@ -109,6 +110,8 @@ PUBLIC_NAMES = frozenset({
     "metricfit.datasets.load_labelled_npz", "metricfit.datasets.load_lfw",
     "metricfit.datasets.load_lfw_view2", "metricfit.datasets.load_yale_faces",
     "metricfit.datasets.read_lfw_pairs", "metricfit.datasets.read_lfw_people",
+    "metricfit.datasets.load_embeddings", "metricfit.datasets.read_id_map",
+    "metricfit.datasets.read_pairs_over_ids",
     # metricfit.experiments
     "metricfit.experiments.applications", "metricfit.experiments.verification",
     # metricfit.experiments.applications
