@@ -1,4 +1,4 @@
-"""Batch-parallel runs of the serial kernels: fixed chunks of images on a thread pool.
+"""Batch-parallel runs of the serial kernels: fixed work units on a thread pool.
 
 The numba kernels of :mod:`._kernels` are serial and ``nogil=True`` (and NumPy's ``tanh``
 releases the GIL), so Python threads run them side by side on slices of one batch. This keeps
@@ -9,9 +9,16 @@ OpenBLAS's idle workers spin after each GEMM and take the cores from the kernel 
 (measured, 64 pairs, 2 threads: 157-161 ms per training step with OpenBLAS on 2 threads,
 117-122 ms with it on 1).
 
-The batch is cut into chunks of ``CHUNK`` images whatever the thread count, and per-chunk
-parameter gradients are summed in chunk order: a result does not depend on how many threads
-computed it (bit for bit).
+**Work units.** A layer's work is cut into units fixed by the data's sizes alone (an image;
+an image block of ``CHUNK`` images and one output map; a block of GEMM columns), never by the
+thread count. :func:`map_spans` hands each thread one contiguous *span* of units (balanced by
+the units' estimated cost) and the kernel loops over its span itself, so one batch costs a
+handful of Python calls per layer however fine the units are (a batch of 64 pairs: 128
+images, 360 weight-gradient units in C3). Each unit writes its own output slice or its own
+partial sums; partial parameter gradients are then summed over the image blocks in block order.
+Which thread computed a unit does not change its arithmetic, so a result does not depend on how
+many threads computed it (bit for bit). The older :func:`map_chunks` (fixed chunks of ``CHUNK``
+images, one task each) is kept for small element-wise passes.
 
 The thread count is :func:`get_num_threads`: the innermost :func:`num_threads` context, else
 the package setting :func:`metricfit.parallel.get_threads` (:func:`metricfit.threads`,
@@ -22,14 +29,15 @@ import contextlib
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
 
 from ..parallel import get_threads
 
 __all__ = ["CHUNK", "get_num_threads", "num_threads", "map_chunks", "blas_single_threaded",
-           "n_threads"]
+           "n_threads", "spans", "map_spans"]
 
-CHUNK = 16  # images per task: 8 tasks for a batch of 64 pairs
+CHUNK = 16  # images per block of partial parameter gradients (and per map_chunks task)
 _THREADS = contextvars.ContextVar("metricfit_cnn_threads", default=None)
 _POOLS = {}
 _BLAS = []  # the ThreadpoolController, made on first use
@@ -86,3 +94,33 @@ def map_chunks(fn, n_images):
     if threads <= 1:
         return [fn(rows) for rows in chunks]
     return list(_pool(threads).map(fn, chunks))
+
+
+def spans(costs, n_spans):
+    """Cut units ``0..len(costs)-1`` into at most ``n_spans`` contiguous ``(start, stop)``
+    spans of about equal total cost (boundaries where the running cost passes ``k total /
+    n_spans``); empty spans are dropped. Only *who* computes a unit depends on this."""
+    n_units = len(costs)
+    n_spans = max(1, min(int(n_spans), n_units))
+    if n_spans == 1:
+        return [(0, n_units)] if n_units else []
+    running = np.cumsum(np.asarray(costs, dtype=np.float64))
+    total = running[-1]
+    if total <= 0:
+        running, total = np.arange(1.0, n_units + 1), float(n_units)
+    cuts = np.searchsorted(running, total * np.arange(1, n_spans) / n_spans, side="left") + 1
+    bounds = [0] + [int(c) for c in cuts] + [n_units]
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+
+
+def map_spans(fn, costs):
+    """``fn(start, stop)`` on each of the :func:`spans` of ``costs`` for
+    :func:`get_num_threads` threads, one span per thread (the calling thread runs the last
+    one); returns the results in span order. ``fn`` should spend its time in ``nogil``
+    kernels that write each unit's own output."""
+    parts = spans(costs, get_num_threads())
+    if len(parts) <= 1:
+        return [fn(a, b) for a, b in parts]
+    futures = [_pool(len(parts) - 1).submit(fn, a, b) for a, b in parts[:-1]]
+    last = fn(*parts[-1])
+    return [f.result() for f in futures] + [last]
