@@ -167,24 +167,29 @@ def subsample_backward_units(means, coef, dY, Y, sh, sw, dX, block, u0, u1, dcoe
     g = np.empty(size, dY.dtype)
     share = np.empty(size, dY.dtype)
     repeated = np.empty(ho * row, dY.dtype)
-    lanes_coef = np.empty(LANES, dY.dtype)
-    lanes_bias = np.empty(LANES, dY.dtype)
+    lanes_coef = np.empty((m, LANES), dY.dtype)
+    lanes_bias = np.empty((m, LANES), dY.dtype)
     zero = np.zeros(1, dY.dtype)[0]
-    for u in range(u0, u1):
-        b, c = u // m, u % m
-        lanes_coef[:] = 0
-        lanes_bias[:] = 0
+    u = u0
+    while u < u1:  # the units of one block at a time, image by image (as the maps lie)
+        b, c0 = u // m, u % m
+        c1 = min(m, c0 + u1 - u)
+        lanes_coef[c0:c1] = 0
+        lanes_bias[c0:c1] = 0
         for i in range(b * block, min(n, (b + 1) * block)):
-            _backward_map(means, coef, dY, Y, sh, sw, dX, i, c, g, share, repeated,
-                          lanes_coef, lanes_bias)
-        total_coef, total_bias = zero, zero
-        for lane in range(LANES):
-            total_coef += lanes_coef[lane]
-            total_bias += lanes_bias[lane]
-        dcoef_parts[b, c], dbias_parts[b, c] = total_coef, total_bias
+            for c in range(c0, c1):
+                _backward_map(means, coef, dY, Y, sh, sw, dX, i, c, g, share, repeated,
+                              lanes_coef[c], lanes_bias[c])
+        for c in range(c0, c1):
+            total_coef, total_bias = zero, zero
+            for lane in range(LANES):
+                total_coef += lanes_coef[c, lane]
+                total_bias += lanes_bias[c, lane]
+            dcoef_parts[b, c], dbias_parts[b, c] = total_coef, total_bias
+        u += c1 - c0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _backward_map(means, coef, dY, Y, sh, sw, dX, i, c, g, share, repeated, lanes_coef,
                   lanes_bias):  # pragma: no cover (compiled)
     """Map c of image i: ``g = dY (1 - Y^2)`` (or dY), its lane sums added to ``lanes_coef``

@@ -23,15 +23,15 @@ from . import _kernels
 from ._conv_units import conv2d_backward_images, conv2d_weight_units, weight_unit_costs
 from ._workspace import empty, zeros
 from .activations import tanh_backward, tanh_forward
-from .threads import CHUNK, map_chunks, map_spans
+from .threads import CHUNK, get_num_threads, map_chunks, map_spans
 
 __all__ = ["Conv2D", "Subsample", "Dense", "Tanh", "lenet_table", "dense_forward",
            "dense_backward", "tanh_backward"]
 
 
 GEMM_SPLIT = 2 ** 22  # multiply-adds from which a dense layer's GEMMs run in fixed blocks
-BLOCK_OUT = 16  # output features per unit of the forward product and of the weight gradient
-BLOCK_ROWS = 8  # rows (images) per unit of the input gradient
+BLOCK_OUT = 32  # output features per unit of the forward product and of the weight gradient
+BLOCK_IN = 144  # input features (columns) per unit of the input gradient
 
 
 def _units(size, block):
@@ -67,7 +67,7 @@ def dense_backward(X, W, dY, input_grad=True, dW=None):
     """``(dX, dW, db)`` of :func:`dense_forward`; dX is None unless ``input_grad``; dW written
     into the (d_out, d_in) array ``dW`` when given. Large products (as in
     :func:`dense_forward`) run as fixed units: rows ``J`` of ``dW = dY[:, J]^T X`` by
-    ``BLOCK_OUT``, rows ``I`` of ``dX = dY[I] W`` by ``BLOCK_ROWS``."""
+    ``BLOCK_OUT``, columns ``K`` of ``dX = dY W[:, K]`` by ``BLOCK_IN``."""
     n, d_in = X.shape
     d_out = W.shape[0]
     db = dY.sum(axis=0)  # (d_out,)
@@ -79,16 +79,16 @@ def dense_backward(X, W, dY, input_grad=True, dW=None):
     dX = np.empty((n, d_in), np.result_type(dY, W)) if input_grad else None
     units = [("W", J) for J in _units(d_out, BLOCK_OUT)]
     if input_grad:
-        units += [("X", rows) for rows in _units(n, BLOCK_ROWS)]
+        units += [("X", cols) for cols in _units(d_in, BLOCK_IN)]
 
     def run(u0, u1):
         for kind, rows in units[u0:u1]:
             if kind == "W":
                 np.matmul(dY[:, rows].T, X, out=dW[rows])
             else:
-                np.matmul(dY[rows], W, out=dX[rows])
+                dX[:, rows] = dY @ W[:, rows]
 
-    costs = [(r.stop - r.start) * (n if k == "W" else d_out) for k, r in units]
+    costs = [(r.stop - r.start) * (d_in if k == "W" else d_out) for k, r in units]
     map_spans(run, costs)
     return dX, dW, db
 
@@ -232,14 +232,29 @@ class Conv2D:
         Gp = zeros(workspace, id(self), "Gp", _kernels.grid_shape(X.shape, W.shape, input_grad),
                    X.dtype)  # zeros outside the positions the kernel writes
         pad = (kh - 1) * w + kw - 1 if input_grad else 0
-        map_spans(lambda i0, i1: conv2d_backward_images(dY, Y, W, table, w, pad, Gp, dX, i0,
-                                                        i1), np.ones(n))
-        n_blocks = -(-n // CHUNK)
-        dW = np.zeros((n_blocks, self.n_out, self.n_in, kh * kw), X.dtype)
-        db = np.zeros((n_blocks, self.n_out), X.dtype)
-        map_spans(lambda u0, u1: conv2d_weight_units(X, Gp, pad, table, kh, kw, CHUNK, u0, u1,
-                                                     dW, db),
-                  weight_unit_costs(n, self.table, CHUNK))
+        n_blocks, c_out = -(-n // CHUNK), self.n_out
+        dW = np.zeros((n_blocks, c_out, self.n_in, kh * kw), X.dtype)
+        db = np.zeros((n_blocks, c_out), X.dtype)
+
+        def images(i0, i1):
+            conv2d_backward_images(dY, Y, W, table, w, pad, Gp, dX, i0, i1)
+
+        def weights(u0, u1):
+            conv2d_weight_units(X, Gp, pad, table, kh, kw, CHUNK, u0, u1, dW, db)
+
+        threads = get_num_threads()
+        if threads == 1 or n_blocks % threads == 0 or n_blocks >= 4 * threads:
+            # few threads: whole blocks per thread, each block's two passes back to back
+            # (its grid still in cache); the same units, so the same numbers
+            def blocks(b0, b1):
+                for b in range(b0, b1):
+                    images(b * CHUNK, min(n, (b + 1) * CHUNK))
+                    weights(b * c_out, (b + 1) * c_out)
+
+            map_spans(blocks, np.ones(n_blocks))
+        else:
+            map_spans(images, np.ones(n))
+            map_spans(weights, weight_unit_costs(n, self.table, CHUNK))
         dW = _sum_in_order(list(dW)).reshape(W.shape)
         return (dX if input_grad else None), {"W": dW, "b": _sum_in_order(list(db))}
 
