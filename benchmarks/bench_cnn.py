@@ -203,7 +203,15 @@ def _median_ms(fn, repeats, cpu=None):
 
 
 def layer_breakdown(net, theta, images, repeats):
-    """Median ms of each layer's forward and backward in one training step."""
+    """Median ms of each layer's forward and backward in one training step (BLAS on one
+    thread, as in the network's passes)."""
+    from metricfit.cnn.threads import blas_single_threaded
+
+    with blas_single_threaded():
+        return _layer_breakdown(net, theta, images, repeats)
+
+
+def _layer_breakdown(net, theta, images, repeats):
     params = net.unpack(theta, images.dtype)
     out, caches, inputs = np.ascontiguousarray(images[:, None]), {}, {}
     rows = {}

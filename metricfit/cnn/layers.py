@@ -23,7 +23,7 @@ from . import _kernels
 from ._conv_units import conv2d_backward_images, conv2d_weight_units, weight_unit_costs
 from ._workspace import empty, zeros
 from .activations import tanh_backward, tanh_forward
-from .threads import CHUNK, get_num_threads, map_chunks, map_spans
+from .threads import CHUNK, blas_single_threaded, get_num_threads, map_chunks, map_spans
 
 __all__ = ["Conv2D", "Subsample", "Dense", "Tanh", "lenet_table", "dense_forward",
            "dense_backward", "tanh_backward"]
@@ -59,7 +59,8 @@ def dense_forward(X, W, b):
         for J in blocks[u0:u1]:
             Y[:, J] = X @ W[J].T + b[J]
 
-    map_spans(run, np.ones(len(blocks)))
+    with blas_single_threaded():  # (a no-op inside ConvNetwork's passes, which hold it)
+        map_spans(run, np.ones(len(blocks)))
     return Y
 
 
@@ -89,7 +90,8 @@ def dense_backward(X, W, dY, input_grad=True, dW=None):
                 dX[:, rows] = dY @ W[:, rows]
 
     costs = [(r.stop - r.start) * (d_in if k == "W" else d_out) for k, r in units]
-    map_spans(run, costs)
+    with blas_single_threaded():
+        map_spans(run, costs)
     return dX, dW, db
 
 
