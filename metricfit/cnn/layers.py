@@ -214,13 +214,22 @@ class Conv2D:
         return {"W": W * self.table[:, :, None, None], "b": np.zeros(self.n_out)}
 
     def forward(self, params, X, workspace=None):
+        Y, cache, run = self.forward_units(params, X, workspace)
+        map_spans(run, np.ones(X.shape[0]))  # one unit per image
+        return Y, cache
+
+    def forward_units(self, params, X, workspace=None):
+        """``(Y, cache, run)``: the output array (not yet written), the cache for
+        :meth:`backward` and ``run(i0, i1)``, which writes ``Y[i0:i1]`` from ``X[i0:i1]`` alone
+        (one unit per image; a caller may chain the next per-image layer on the same span)."""
         W, b, table = _as(params["W"], X), _as(params["b"], X), self._table_u8
         Y = empty(workspace, id(self), "Y",
                   (X.shape[0],) + self.output_shape(X.shape[1:]), X.dtype)
-        map_spans(lambda i0, i1: _kernels.conv2d_forward_into(X[i0:i1], W, b, table, Y[i0:i1],
-                                                              self.squash),
-                  np.ones(X.shape[0]))  # one unit per image
-        return Y, (X, Y if self.squash else _NONE[X.dtype.char])
+
+        def run(i0, i1):
+            _kernels.conv2d_forward_into(X[i0:i1], W, b, table, Y[i0:i1], self.squash)
+
+        return Y, (X, Y if self.squash else _NONE[X.dtype.char]), run
 
     def backward(self, params, cache, dY, input_grad=True, workspace=None):
         """Two passes of fixed units (:mod:`._conv_units`): per image, the spread of dY into
@@ -296,14 +305,22 @@ class Subsample:
         return {"coef": np.ones(self.n_maps), "bias": np.zeros(self.n_maps)}
 
     def forward(self, params, X, workspace=None):
+        Y, cache, run = self.forward_units(params, X, workspace)
+        map_spans(run, np.ones(X.shape[0]))  # one unit per image
+        return Y, cache
+
+    def forward_units(self, params, X, workspace=None):
+        """``(Y, cache, run)`` as :meth:`Conv2D.forward_units`."""
         coef, bias = _as(params["coef"], X), _as(params["bias"], X)
         shape = (X.shape[0],) + self.output_shape(X.shape[1:])
         Y = empty(workspace, id(self), "Y", shape, X.dtype)
         means = empty(workspace, id(self), "means", shape, X.dtype)
-        map_spans(lambda i0, i1: _kernels.subsample_forward_into(
-            X[i0:i1], coef, bias, *self.window, Y[i0:i1], means[i0:i1], self.squash),
-            np.ones(X.shape[0]))  # one unit per image
-        return Y, (X.shape[2:], means, Y if self.squash else _NONE[X.dtype.char])
+
+        def run(i0, i1):
+            _kernels.subsample_forward_into(X[i0:i1], coef, bias, *self.window, Y[i0:i1],
+                                            means[i0:i1], self.squash)
+
+        return Y, (X.shape[2:], means, Y if self.squash else _NONE[X.dtype.char]), run
 
     def backward(self, params, cache, dY, input_grad=True, workspace=None):
         """Units of (block of ``CHUNK`` images, map): dX and the block's partial gradients,
