@@ -244,8 +244,10 @@ class Conv2D:
                    X.dtype)  # zeros outside the positions the kernel writes
         pad = (kh - 1) * w + kw - 1 if input_grad else 0
         n_blocks, c_out = -(-n // CHUNK), self.n_out
-        dW = np.zeros((n_blocks, c_out, self.n_in, kh * kw), X.dtype)
-        db = np.zeros((n_blocks, c_out), X.dtype)
+        # partial sums per block: every connected entry is stored by its unit, the others stay
+        # the zeros they were made with (so a workspace's arrays need no zero fill)
+        dW = zeros(workspace, id(self), "dW", (n_blocks, c_out, self.n_in, kh * kw), X.dtype)
+        db = empty(workspace, id(self), "db", (n_blocks, c_out), X.dtype)
 
         def images(i0, i1):
             conv2d_backward_images(dY, Y, W, table, w, pad, Gp, dX, i0, i1)
@@ -330,7 +332,8 @@ class Subsample:
         n, m = dY.shape[:2]
         dX = empty(workspace, id(self), "dX", dY.shape[:2] + (h, w), dY.dtype)
         n_blocks = -(-n // CHUNK)
-        dcoef, dbias = (np.zeros((n_blocks, m), dY.dtype) for _ in range(2))
+        dcoef, dbias = (empty(workspace, id(self), role, (n_blocks, m), dY.dtype)
+                        for role in ("dcoef", "dbias"))  # every entry stored by its unit
         map_spans(lambda u0, u1: _kernels.subsample_backward_units(
             means, coef, dY, Y, *self.window, dX, CHUNK, u0, u1, dcoef, dbias),
             np.ones(n_blocks * m))

@@ -92,8 +92,10 @@ def blas_single_threaded():
 
 
 def _pool(n):
+    """The pool of ``n`` threads (``-n``: of ``n - 1``, for :func:`map_spans`, whose calling
+    thread takes the last span)."""
     if n not in _POOLS:
-        _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="metricfit-cnn")
+        _POOLS[n] = ThreadPoolExecutor(abs(n) - (n < 0), thread_name_prefix="metricfit-cnn")
     return _POOLS[n]
 
 
@@ -129,9 +131,11 @@ def map_spans(fn, costs):
     :func:`get_num_threads` threads, one span per thread (the calling thread runs the last
     one); returns the results in span order. ``fn`` should spend its time in ``nogil``
     kernels that write each unit's own output."""
-    parts = spans(costs, get_num_threads())
+    threads = get_num_threads()
+    parts = spans(costs, threads)
     if len(parts) <= 1:
         return [fn(a, b) for a, b in parts]
-    futures = [_pool(len(parts) - 1).submit(fn, a, b) for a, b in parts[:-1]]
+    pool = _pool(-threads)  # threads - 1 helpers (keyed apart from map_chunks' pools)
+    futures = [pool.submit(fn, a, b) for a, b in parts[:-1]]
     last = fn(*parts[-1])
     return [f.result() for f in futures] + [last]
