@@ -13,7 +13,7 @@ from metricfit.cnn.layers import (
     dense_forward,
     lenet_table,
 )
-from metricfit.cnn.threads import CHUNK, map_spans, spans
+from metricfit.cnn.threads import CHUNK, GRAIN, map_spans, spans
 
 THREADS = (1, 2, 3, 5)  # 5 image blocks below: 1 and 5 threads take whole blocks, 2 and 3 units
 
@@ -32,9 +32,11 @@ def test_spans_cover_the_units_in_order_and_balance_their_cost():
 
 
 def test_map_spans_returns_the_results_in_span_order():
-    with num_threads(3):
-        assert map_spans(lambda a, b: list(range(a, b)), np.ones(7)) == [[0, 1, 2], [3, 4],
-                                                                          [5, 6]]
+    for n in (1, 2, 3):
+        with num_threads(n):
+            parts = map_spans(lambda a, b: list(range(a, b)), np.ones(7))
+        assert sum(parts, []) == list(range(7))
+        assert len(parts) == min(7, 1 if n == 1 else GRAIN * n)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -11,9 +11,10 @@ OpenBLAS's idle workers spin after each GEMM and take the cores from the kernel 
 
 **Work units.** A layer's work is cut into units fixed by the data's sizes alone (an image;
 an image block of ``CHUNK`` images and one output map; a block of GEMM columns), never by the
-thread count. :func:`map_spans` hands each thread one contiguous *span* of units (balanced by
-the units' estimated cost) and the kernel loops over its span itself, so one batch costs a
-handful of Python calls per layer however fine the units are (a batch of 64 pairs: 128
+thread count. :func:`map_spans` cuts them into a few contiguous *spans* per thread (balanced
+by the units' estimated cost), which the threads take as they come free, and the kernel loops
+over its span itself, so one batch costs a handful of Python calls per layer however fine the
+units are (a batch of 64 pairs: 128
 images, 360 weight-gradient units in C3). Each unit writes its own output slice or its own
 partial sums; partial parameter gradients are then summed over the image blocks in block order.
 Which thread computed a unit does not change its arithmetic, so a result does not depend on how
@@ -27,6 +28,7 @@ the package setting :func:`metricfit.parallel.get_threads` (:func:`metricfit.thr
 
 import contextlib
 import contextvars
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -126,16 +128,32 @@ def spans(costs, n_spans):
     return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
+GRAIN = 2  # spans per thread that map_spans hands out
+
+
 def map_spans(fn, costs):
-    """``fn(start, stop)`` on each of the :func:`spans` of ``costs`` for
-    :func:`get_num_threads` threads, one span per thread (the calling thread runs the last
-    one); returns the results in span order. ``fn`` should spend its time in ``nogil``
-    kernels that write each unit's own output."""
+    """``fn(start, stop)`` on each of the :func:`spans` of ``costs`` (``GRAIN`` spans per
+    thread), run by :func:`get_num_threads` threads that take the next span as they come free
+    (the calling thread among them); returns the results in span order. Which thread runs a
+    span changes nothing in it: ``fn`` should spend its time in ``nogil`` kernels that write
+    each unit's own output. (Taking spans as they come keeps the threads busy when other
+    processes hold some cores; one span per thread would wait for the slowest.)"""
     threads = get_num_threads()
-    parts = spans(costs, threads)
+    parts = spans(costs, GRAIN * threads if threads > 1 else 1)
     if len(parts) <= 1:
         return [fn(a, b) for a, b in parts]
+    results = [None] * len(parts)
+    order = itertools.count()  # next() is atomic under the GIL
+
+    def work():
+        for k in order:
+            if k >= len(parts):
+                return
+            results[k] = fn(*parts[k])
+
     pool = _pool(-threads)  # threads - 1 helpers (keyed apart from map_chunks' pools)
-    futures = [pool.submit(fn, a, b) for a, b in parts[:-1]]
-    last = fn(*parts[-1])
-    return [f.result() for f in futures] + [last]
+    futures = [pool.submit(work) for _ in range(min(threads, len(parts)) - 1)]
+    work()
+    for future in futures:
+        future.result()
+    return results
