@@ -7,8 +7,10 @@ import pytest
 from metricfit.cnn import ConvNetwork, SiameseObjective, _kernels, network_spec, num_threads
 from metricfit.cnn.layers import (
     GEMM_SPLIT,
+    TANH_SPLIT,
     Conv2D,
     Subsample,
+    Tanh,
     dense_backward,
     dense_forward,
     lenet_table,
@@ -116,3 +118,20 @@ def test_blocked_dense_products_equal_the_plain_products_on_any_thread_count(dty
     for other in out[1:]:
         for got, first in zip(other, out[0], strict=True):
             np.testing.assert_array_equal(got, first)
+
+
+def test_the_tanh_layer_in_chunks_equals_one_pass():
+    """Above TANH_SPLIT values the Tanh layer runs in chunks of images on the threads: the same
+    values as the single pass (element-wise)."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(40, TANH_SPLIT // 40 + 1))
+    layer = Tanh()
+    with num_threads(1):
+        Y1, _ = layer.forward({}, X[:2])  # under TANH_SPLIT: one pass
+    with num_threads(3):
+        Y, cache = layer.forward({}, X)
+        dX, _ = layer.backward({}, cache, np.ones_like(Y))
+    assert X.size >= TANH_SPLIT
+    np.testing.assert_array_equal(Y[:2], Y1)
+    np.testing.assert_allclose(Y, np.tanh(X), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(dX, 1 - np.tanh(X) ** 2, rtol=1e-12, atol=1e-14)
