@@ -170,6 +170,11 @@ def subsample_backward_units(means, coef, dY, Y, sh, sw, dX, block, u0, u1, dcoe
     lanes_coef = np.empty((m, LANES), dY.dtype)
     lanes_bias = np.empty((m, LANES), dY.dtype)
     zero = np.zeros(1, dY.dtype)[0]
+    h, w = dX.shape[2], dX.shape[3]
+    squash = Y.size > 0
+    dY3, means3 = dY.reshape(n, m, size), means.reshape(n, m, size)
+    Y3 = Y.reshape(n, m, size) if squash else dY3
+    dX3 = dX.reshape(n, m, h * w)
     u = u0
     while u < u1:  # the units of one block at a time, image by image (as the maps lie)
         b, c0 = u // m, u % m
@@ -178,7 +183,8 @@ def subsample_backward_units(means, coef, dY, Y, sh, sw, dX, block, u0, u1, dcoe
         lanes_bias[c0:c1] = 0
         for i in range(b * block, min(n, (b + 1) * block)):
             for c in range(c0, c1):
-                _backward_map(means, coef, dY, Y, sh, sw, dX, i, c, g, share, repeated,
+                _backward_map(means3[i, c], coef[c], dY3[i, c], Y3[i, c] if squash else g,
+                              squash, sh, sw, ho, w, dX3[i, c], g, share, repeated,
                               lanes_coef[c], lanes_bias[c])
         for c in range(c0, c1):
             total_coef, total_bias = zero, zero
@@ -190,29 +196,26 @@ def subsample_backward_units(means, coef, dY, Y, sh, sw, dX, block, u0, u1, dcoe
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _backward_map(means, coef, dY, Y, sh, sw, dX, i, c, g, share, repeated, lanes_coef,
+def _backward_map(mean, coef, dy, y, squash, sh, sw, ho, w, dx, g, share, repeated, lanes_coef,
                   lanes_bias):  # pragma: no cover (compiled)
-    """Map c of image i: ``g = dY (1 - Y^2)`` (or dY), its lane sums added to ``lanes_coef``
-    (times the means) and ``lanes_bias`` (:func:`_lane_sums_add`), and dX: each window's share
-    ``coef g / (sh sw)`` repeated along its row (:func:`_repeat_each`), then that row copied to
-    the window's ``sh`` rows."""
-    ho, wo = dY.shape[2], dY.shape[3]
-    h, w = dX.shape[2], dX.shape[3]
-    size, row = ho * wo, wo * sw
+    """One map of one image (flat 1-D maps: ``dy``, ``y``, ``mean`` of the output, ``dx`` of
+    the input, ``w`` wide): ``g = dy (1 - y^2)`` (or dy), its lane sums added to
+    ``lanes_coef`` (times the means) and ``lanes_bias`` (:func:`_lane_sums_add`), and dx: each
+    window's share ``coef g / (sh sw)`` repeated along its row (:func:`_repeat_each`), then
+    that row copied to the window's ``sh`` rows."""
+    size = dy.size
+    row = (size // ho) * sw
     inv = 1.0 / (sh * sw)
-    dy = dY[i, c].reshape(size)
-    if Y.size > 0:
-        y = Y[i, c].reshape(size)
+    if squash:
         for p in range(size):
             g[p] = dy[p] * (1 - y[p] * y[p])
     else:
         g[:] = dy
-    _lane_sums_add(g, means[i, c].reshape(size), lanes_coef, lanes_bias)
+    _lane_sums_add(g, mean, lanes_coef, lanes_bias)
     for k in range(size):
-        share[k] = coef[c] * g[k] * inv
+        share[k] = coef * g[k] * inv
     _repeat_each(share, sw, repeated)
-    dx = dX[i, c].reshape(h * w)
-    if ho * sh < h or row < w:  # rows or columns beyond the last whole window
+    if ho * sh * w < dx.size or row < w:  # rows or columns beyond the last whole window
         dx[:] = 0
     for r in range(ho):
         src = repeated[r * row:(r + 1) * row]
