@@ -15,7 +15,7 @@ from metricfit.cnn.layers import (
     dense_forward,
     lenet_table,
 )
-from metricfit.cnn.threads import CHUNK, GRAIN, map_spans, spans
+from metricfit.cnn.threads import CHUNK, GRAIN, MIN_SPANS, map_spans, spans
 
 THREADS = (1, 2, 3, 5)  # 5 image blocks below: 1 and 5 threads take whole blocks, 2 and 3 units
 
@@ -38,7 +38,7 @@ def test_map_spans_returns_the_results_in_span_order():
         with num_threads(n):
             parts = map_spans(lambda a, b: list(range(a, b)), np.ones(7))
         assert sum(parts, []) == list(range(7))
-        assert len(parts) == min(7, 1 if n == 1 else GRAIN * n)
+        assert len(parts) == min(7, 1 if n == 1 else max(GRAIN * n, MIN_SPANS))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -128,18 +128,20 @@ def spans(costs, n_spans):
     return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
-GRAIN = 2  # spans per thread that map_spans hands out
+GRAIN = 2  # spans per thread that map_spans hands out ...
+MIN_SPANS = 8  # ... and at least this many (a few threads: finer sharing when cores are busy)
 
 
 def map_spans(fn, costs):
     """``fn(start, stop)`` on each of the :func:`spans` of ``costs`` (``GRAIN`` spans per
-    thread), run by :func:`get_num_threads` threads that take the next span as they come free
-    (the calling thread among them); returns the results in span order. Which thread runs a
-    span changes nothing in it: ``fn`` should spend its time in ``nogil`` kernels that write
-    each unit's own output. (Taking spans as they come keeps the threads busy when other
-    processes hold some cores; one span per thread would wait for the slowest.)"""
+    thread, at least ``MIN_SPANS``; one span on one thread), run by :func:`get_num_threads`
+    threads that take the next span as they come free (the calling thread among them);
+    returns the results in span order. Which thread runs a span changes nothing in it: ``fn``
+    should spend its time in ``nogil`` kernels that write each unit's own output. (Taking spans
+    as they come keeps the threads busy when other processes hold some cores; one span per
+    thread would wait for the slowest.)"""
     threads = get_num_threads()
-    parts = spans(costs, GRAIN * threads if threads > 1 else 1)
+    parts = spans(costs, max(GRAIN * threads, MIN_SPANS) if threads > 1 else 1)
     if len(parts) <= 1:
         return [fn(a, b) for a, b in parts]
     results = [None] * len(parts)
