@@ -13,6 +13,7 @@ from .csml import CSML
 from .ddml import DDML
 from .fusion import ScoreFusion
 from .ldml import LDML
+from .lmnn import LMNN
 from .mknn import MkNN
 from .nca import NCA
 from .siamese_cnn import SiameseCNN
@@ -20,4 +21,4 @@ from .tsml import TSML
 
 __all__ = ["Siamese", "TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN", "NCA",
            "SiameseCNN", "ScoreFusion", "score_kind", "final_step", "PairTags",
-           "Covariance"]
+           "Covariance", "LMNN"]
