@@ -141,8 +141,8 @@ class LMNN(SolverMixin, MahalanobisMixin, PairLearnerMixin, BaseEstimator):
     }
 
     def __init__(self, n_neighbors=3, *, regularization=0.5, n_components=None, init="auto",
-                 max_iter=1000, tol=1e-5, convergence_tol=1e-3, block_rows=None, random_state=None, verbose=0,
-                 callback=None, preprocessor=None):
+                 max_iter=1000, tol=1e-5, convergence_tol=1e-3, block_rows=None,
+                 random_state=None, verbose=0, callback=None, preprocessor=None):
         self.n_neighbors = n_neighbors
         self.regularization = regularization
         self.n_components = n_components
