@@ -48,6 +48,19 @@ def test_kernel_matches_its_dense_numpy_twin(scale):
     np.testing.assert_allclose(dZ32, dZ_ref, rtol=1e-3, atol=1e-3 * np.abs(dZ_ref).max())
 
 
+@pytest.mark.parametrize("share", [0.0, 2.0])
+def test_scatter_and_gemm_paths_agree(monkeypatch, share):
+    import metricfit.losses.mlkr as module
+
+    rng = np.random.default_rng(10)
+    Z, y = 2.0 * rng.normal(size=(50, 4)), rng.normal(size=50)
+    J_ref, dZ_ref = cost_grad_embedded_ref(Z, y)
+    monkeypatch.setattr(module, "SPARSE_SHARE", share)  # 0: always GEMMs, 2: always scatter
+    J, dZ = mlkr.cost_grad_embedded(Z, y, block_rows=13)
+    np.testing.assert_allclose(J, J_ref, rtol=1e-12)
+    np.testing.assert_allclose(dZ, dZ_ref, rtol=1e-10, atol=1e-12 * np.abs(dZ_ref).max())
+
+
 def problem(n=40, d=5, seed=0):
     rng = np.random.default_rng(seed)
     return rng.normal(size=(n, d)), rng.normal(size=n), 0.5 * rng.normal(size=(3, d))

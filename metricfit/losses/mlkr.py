@@ -37,24 +37,29 @@ which is eq. 4, :math:`\partial J / \partial A = 4 A \sum_{ij} (\hat y_i - y_i)\
 Memory and work: blocks of rows
 -------------------------------
 :math:`\hat y_i` needs only row i of P, so one pass suffices: for a block B of b rows, one
-(b, n) buffer holds the Gram block ``Z_B Z^T`` (GEMM), then the kernel
+(b, n) buffer holds the Gram block ``Z_B Z^T`` (GEMM), then the weights
 (:func:`metricfit.losses._mlkr_kernels.regression_block`: the stabilised softmax
-:math:`\exp(\min_l d_{il} - d_{ij})`, the point itself 0), and each nonzero :math:`w_{ij}`
-adds ``2 w_ij (z_i - z_j)`` to rows i and j of dJ/dZ. Entries whose exponent underflows to
+:math:`\exp(\min_l d_{il} - d_{ij})`, the point itself 0, then :math:`w_{ij}`); each nonzero
+:math:`w_{ij}` adds ``2 w_ij (z_i - z_j)`` to rows i and j of dJ/dZ. Entries whose exponent underflows to
 exactly 0 (below -746 in float64, -105 in float32) are skipped: with real data most are
-(95 % on digits-30), so the work beyond the Gram GEMM is O(b n + nnz k), the result that
-of the dense formula. Memory O(b n + n k), never n x n.
+(95 % on digits-30), so where fewer than ``SPARSE_SHARE`` of a block's entries are nonzero
+the gradient is a scatter (:func:`metricfit.losses._mlkr_kernels.scatter_block`, O(nnz k));
+otherwise the GEMMs ``W_B Z`` and ``W_B^T Z_B``. Either way the result is that of the dense
+formula. Memory O(b n + n k), never n x n.
 """
 
 import numpy as np
 
-from ._mlkr_kernels import regression_block
+from ._mlkr_kernels import regression_block, scatter_block
 
 __all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
 
 BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
 #: exponents whose exp is exactly 0 in each dtype: the kernel skips those entries
 CUTOFF = {np.dtype(np.float64): -746.0, np.dtype(np.float32): -105.0}
+#: below this share of nonzero kernel entries a block's gradient is scattered (O(nnz k)),
+#: above it computed by GEMMs (O(b n k) at BLAS speed)
+SPARSE_SHARE = 0.1
 
 
 def default_block_rows(n_samples, itemsize):
@@ -86,12 +91,24 @@ def cost_grad_embedded(Z, y, block_rows=None):
     sq_norms = np.einsum("ij,ij->i", Z, Z).astype(np.float64)
     cutoff = CUTOFF[np.dtype(Z.dtype)]
     dZ = np.zeros((n, k))  # float64 accumulator
+    WtZ, c, dense = np.zeros((n, k)), np.zeros(n), False
+    r = np.empty(n)
     J = 0.0
     for start in range(0, n, b):
         stop = min(start + b, n)
-        G = buffer[: stop - start]
-        np.matmul(Z[start:stop], Z.T, out=G)  # Gram block
-        J += regression_block(G, sq_norms, Z, y, start, cutoff, dZ)
+        W = buffer[: stop - start]
+        np.matmul(Z[start:stop], Z.T, out=W)  # Gram block, overwritten with the weights
+        J_block, nnz = regression_block(W, sq_norms, y, start, cutoff, r[start:stop])
+        J += J_block
+        if nnz < SPARSE_SHARE * W.size:  # few kernel entries: scatter them
+            scatter_block(W, Z, start, dZ)
+        else:  # the GEMMs of 2 (diag(r + c) Z - W Z - W^T Z)
+            dense = True
+            dZ[start:stop] += 2 * (r[start:stop, None] * Z[start:stop] - W @ Z)
+            c += W.sum(axis=0, dtype=np.float64)
+            WtZ += W.T @ Z[start:stop]
+    if dense:
+        dZ += 2 * (c[:, None] * Z - WtZ)
     return J, dZ.astype(Z.dtype)
 
 
