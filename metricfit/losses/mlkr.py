@@ -41,8 +41,8 @@ Memory and work: blocks of rows
 (:func:`metricfit.losses._mlkr_kernels.regression_block`: the stabilised softmax
 :math:`\exp(\min_l d_{il} - d_{ij})`, the point itself 0, then :math:`w_{ij}`); each nonzero
 :math:`w_{ij}` adds ``2 w_ij (z_i - z_j)`` to rows i and j of dJ/dZ. Entries whose
-exponent underflows to exactly 0 (below -746 in float64, -105 in float32) are skipped: with real data most are
-(95 % on digits-30), so where fewer than ``SPARSE_SHARE`` of a block's entries are nonzero
+exponent underflows to exactly 0 (below -746 in float64, -105 in float32) are skipped: with
+real data most are (95 % on digits-30), so where fewer than ``SPARSE_SHARE`` of a block's entries are nonzero
 the gradient is a scatter (:func:`metricfit.losses._mlkr_kernels.scatter_block`, O(nnz k));
 otherwise the GEMMs ``W_B Z`` and ``W_B^T Z_B``. Either way the result is that of the dense
 formula. Memory O(b n + n k), never n x n.
