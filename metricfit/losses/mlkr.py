@@ -37,15 +37,15 @@ which is eq. 4, :math:`\partial J / \partial A = 4 A \sum_{ij} (\hat y_i - y_i)\
 Memory and work: blocks of rows
 -------------------------------
 :math:`\hat y_i` needs only row i of P, so one pass suffices: for a block B of b rows, one
-(b, n) buffer holds the Gram block ``Z_B Z^T`` (GEMM), then the weights
+(b, n) buffer holds the Gram block ``Z_B Z^T`` (GEMM), then the weights :math:`w_{ij}`
 (:func:`metricfit.losses._mlkr_kernels.regression_block`: the stabilised softmax
-:math:`\exp(\min_l d_{il} - d_{ij})`, the point itself 0, then :math:`w_{ij}`); each nonzero
-:math:`w_{ij}` adds ``2 w_ij (z_i - z_j)`` to rows i and j of dJ/dZ. Entries whose
-exponent underflows to exactly 0 (below -746 in float64, -105 in float32) are skipped: with
-real data most are (95 % on digits-30), so where fewer than ``SPARSE_SHARE`` of a block's entries are nonzero
-the gradient is a scatter (:func:`metricfit.losses._mlkr_kernels.scatter_block`, O(nnz k));
-otherwise the GEMMs ``W_B Z`` and ``W_B^T Z_B``. Either way the result is that of the dense
-formula. Memory O(b n + n k), never n x n.
+:math:`\exp(\min_l d_{il} - d_{ij})`, the point itself 0). Entries whose exponent
+underflows to exactly 0 (below -746 in float64, -105 in float32) are skipped; with real data
+most are (95 % on digits-30). Where fewer than ``SPARSE_SHARE`` of a block's entries are
+nonzero, each adds ``2 w_ij (z_i - z_j)`` to rows i and j of dJ/dZ
+(:func:`metricfit.losses._mlkr_kernels.scatter_block`, O(nnz k)); otherwise the GEMMs
+``W_B Z`` and ``W_B^T Z_B`` do it. Either way the result is that of the dense formula.
+Memory O(b n + n k), never n x n.
 """
 
 import numpy as np
