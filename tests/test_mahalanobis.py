@@ -103,6 +103,21 @@ def test_index_triplets_through_preprocessor_match_vectors():
         est.predict(np.array([[0, 1, 8]]))
 
 
+def test_index_triplets_into_a_memmap_or_dask_array(tmp_path):
+    est, _ = fitted()
+    X = np.random.default_rng(4).normal(size=(8, 4))
+    index = np.random.default_rng(5).integers(0, 8, size=(30, 3))
+    want = est.decision_function(X[index])
+    mm = np.lib.format.open_memmap(tmp_path / "p.npy", mode="w+", dtype=np.float64,
+                                   shape=X.shape)
+    mm[:] = X
+    np.testing.assert_allclose(est.set_params(preprocessor=mm).decision_function(index), want)
+    da = pytest.importorskip("dask.array")
+    points = da.from_array(X, chunks=(3, 4))
+    np.testing.assert_allclose(est.set_params(preprocessor=points).decision_function(index),
+                               want)
+
+
 def test_quadruplet_semantics_are_metric_learns():
     est, L = fitted(cls=FixedQuad)
     Q = np.random.default_rng(6).normal(size=(40, 4, 4))

@@ -38,7 +38,7 @@ from .._validation import check_feature_names, user_stacklevel
 from ..metrics import calibrate_threshold
 from ..pairs import check_points
 from ..pairs.checks import check_pairs, float_dtype, identity_codes
-from ..pairs.index import check_pair_input, score_pairs
+from ..pairs.index import check_pair_input, embed_points, score_pairs
 from ..pairs.tags import PairTags
 from ..pairs.tuples import TUPLE_CHUNK, IndexTuples, check_tuples, tuple_vectors
 from ._base import calibration_pairs, finite_scores
@@ -311,7 +311,7 @@ class MahalanobisMixin:
         L = self.components_
         out = np.empty((len(tuples), len(positions)), dtype=np.float64)
         if isinstance(tuples, IndexTuples) and len(tuples) * width >= tuples.points.shape[0]:
-            E = np.asarray(tuples.points) @ L.T.astype(tuples.dtype)  # (n_points, k)
+            E = embed_points(lambda B: B @ L.T.astype(B.dtype), tuples.points)  # blockwise
             starts = range(0, len(tuples), TUPLE_CHUNK)
             for start in starts:
                 index = np.asarray(tuples.index[start:start + TUPLE_CHUNK])
