@@ -27,6 +27,7 @@ import numpy as np
 
 from metricfit import CSML, DDML, LDML, NCA, PLDA, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN
 from metricfit.backend import LDA
+from metricfit.learners import LFDA, LMNN, MLKR, RCA, Covariance, RCA_Supervised
 from metricfit.learners.fusion import ScoreFusion
 
 VECTOR_PAIRS, INDEX_PAIRS, POINTS, IMAGE_PAIRS = ("vector_pairs", "index_pairs", "points",
@@ -114,6 +115,13 @@ REGISTRY = {
     "SiameseCNN": entry(IMAGE_PAIRS, lambda: SiameseCNN(
         n_components=4, n_maps=(3, 6, 8), batch_size=8, max_epochs=2, random_state=0)),
     "TSML-lda-init": entry(VECTOR_PAIRS, lambda: TSML(init=LDA(), max_iter=30)),
+    # issue 26 (i26-base): the Mahalanobis learners fitted on labelled points
+    "Covariance": entry(POINTS, lambda: Covariance()),
+    "LMNN": entry(POINTS, lambda: LMNN(n_neighbors=2, max_iter=20)),
+    "MLKR": entry(POINTS, lambda: MLKR(n_components=3, max_iter=20)),
+    "LFDA": entry(POINTS, lambda: LFDA(n_components=3)),
+    "RCA": entry(POINTS, lambda: RCA()),  # the identities stand for chunklets
+    "RCA_Supervised": entry(POINTS, lambda: RCA_Supervised(n_chunks=20, random_state=0)),
 }
 
 

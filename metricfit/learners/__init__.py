@@ -8,14 +8,21 @@ Each learner declares the kind of its scores (:data:`~metricfit.pairs.tags.SCORE
 from ..pairs.tags import PairTags, final_step, score_kind
 from ._siamese import Siamese
 from .cosine import CosineSimilarity
+from .covariance import Covariance
 from .csml import CSML
 from .ddml import DDML
 from .fusion import ScoreFusion
 from .ldml import LDML
+from .lfda import LFDA
+from .lmnn import LMNN
 from .mknn import MkNN
+from .mlkr import MLKR
 from .nca import NCA
+from .rca import RCA, RCA_Supervised
 from .siamese_cnn import SiameseCNN
 from .tsml import TSML
 
 __all__ = ["Siamese", "TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN", "NCA",
-           "SiameseCNN", "ScoreFusion", "score_kind", "final_step", "PairTags"]
+           "SiameseCNN", "ScoreFusion", "score_kind", "final_step", "PairTags",
+           "Covariance", "LMNN", "MLKR", "LFDA", "RCA",
+           "RCA_Supervised"]
