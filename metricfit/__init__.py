@@ -11,7 +11,18 @@ from . import backend, metrics, pairs  # noqa: E402
 from ._array_api import array_api_dispatch  # noqa: E402
 from ._version import __version__  # noqa: E402
 from .backend import LDA, LengthNormalizer  # noqa: E402
-from .learners import CSML, DDML, LDML, NCA, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN  # noqa: E402
+from .learners import (  # noqa: E402
+    CSML,
+    DDML,
+    LDML,
+    NCA,
+    TSML,
+    CosineSimilarity,
+    Covariance,
+    MkNN,
+    Siamese,
+    SiameseCNN,
+)
 from .learners.plda import PLDA  # noqa: E402
 from .parallel import get_threads, set_threads, threads  # noqa: E402
 from .whitening import WCCN, WPCA  # noqa: E402
@@ -22,4 +33,6 @@ __all__ = [
     "__version__",
     "PLDA", "LDA", "LengthNormalizer",
     "threads", "set_threads", "get_threads", "array_api_dispatch",
+    # issue 26: the metric-learn catalogue
+    "Covariance",
 ]

@@ -27,6 +27,7 @@ import numpy as np
 
 from metricfit import CSML, DDML, LDML, NCA, PLDA, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN
 from metricfit.backend import LDA
+from metricfit.learners import Covariance
 from metricfit.learners.fusion import ScoreFusion
 
 VECTOR_PAIRS, INDEX_PAIRS, POINTS, IMAGE_PAIRS = ("vector_pairs", "index_pairs", "points",
@@ -114,6 +115,8 @@ REGISTRY = {
     "SiameseCNN": entry(IMAGE_PAIRS, lambda: SiameseCNN(
         n_components=4, n_maps=(3, 6, 8), batch_size=8, max_epochs=2, random_state=0)),
     "TSML-lda-init": entry(VECTOR_PAIRS, lambda: TSML(init=LDA(), max_iter=30)),
+    # issue 26 (i26-base): the Mahalanobis learners fitted on labelled points
+    "Covariance": entry(POINTS, lambda: Covariance()),
 }
 
 

@@ -17,6 +17,15 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 PUBLIC_NAMES = frozenset({
+    # issue 26 (i26-base): tuples beyond pairs, the Mahalanobis learners
+    "metricfit.pairs.IndexTuples",
+    "metricfit.pairs.check_chunks",
+    "metricfit.pairs.check_tuples",
+    "metricfit.pairs.sample_chunks",
+    "metricfit.pairs.sample_quadruplets",
+    "metricfit.pairs.sample_triplets",
+    "metricfit.Covariance",
+    "metricfit.learners.Covariance",
     # issue 30: array-API dispatch
     "metricfit.array_api_dispatch",
     # issue 27: one thread setting for the package

@@ -8,6 +8,7 @@ Each learner declares the kind of its scores (:data:`~metricfit.pairs.tags.SCORE
 from ..pairs.tags import PairTags, final_step, score_kind
 from ._siamese import Siamese
 from .cosine import CosineSimilarity
+from .covariance import Covariance
 from .csml import CSML
 from .ddml import DDML
 from .fusion import ScoreFusion
@@ -18,4 +19,5 @@ from .siamese_cnn import SiameseCNN
 from .tsml import TSML
 
 __all__ = ["Siamese", "TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN", "NCA",
-           "SiameseCNN", "ScoreFusion", "score_kind", "final_step", "PairTags"]
+           "SiameseCNN", "ScoreFusion", "score_kind", "final_step", "PairTags",
+           "Covariance"]
