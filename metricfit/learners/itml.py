@@ -105,27 +105,43 @@ class _ITMLBase(MahalanobisMixin, PairLearnerMixin, BaseEstimator):
     }
 
     def _fit_differences(self, V, s, endpoints, points_cov, dtype):
-        """Algorithm 1 on the differences V (n, d) with labels s; sets the fitted state."""
+        """Algorithm 1 on the differences V (n, d) with labels s; sets the fitted state.
+
+        ``endpoints(rng)``: differences of random pairs of points (for the bounds);
+        ``points_cov(e)``: the covariance of the points scaled by ``2**-e``.
+
+        ITML is scale-free: with bounds drawn from the data (or given and scaled with it),
+        data scaled by c give the same M under a fixed prior (identity, random, an array),
+        and M / c^2 under prior='covariance' (M0 scales as 1 / c^2). So the sweeps run on
+        data scaled by a power of two ``2**-e`` to unit entries (exact in binary: the same
+        result, bit for bit, as for data that needs no scaling), with ``1 / p`` far from
+        the float range at any data scale.
+        """
         rng = check_random_state(self.random_state)
         d = V.shape[1]
-        check_scale(float(np.abs(V).max()) if V.size else 0.0, type(self).__name__)
-        M0 = prior_metric(self.prior, d, points_cov, rng, type(self).__name__)
+        e = int(np.frexp(np.abs(V).max())[1]) if V.size and np.abs(V).max() > 0 else 0
+        V = np.ldexp(V, -e)
+        M0 = prior_metric(self.prior, d, lambda: points_cov(e), rng, type(self).__name__)
         if self.bounds is None:
-            bounds = itml_kernels.distance_bounds_of(endpoints(rng), M0)
+            bounds = itml_kernels.distance_bounds_of(np.ldexp(endpoints(rng), -e), M0)
         else:
             bounds = np.asarray(self.bounds, dtype=np.float64).ravel()
             if bounds.size != 2 or not np.all(np.isfinite(bounds)) or bounds.min() < 0:
                 raise ValueError(f"bounds must be two finite non-negative numbers (u, l), got "
                                  f"{self.bounds!r}.")
-        self.bounds_ = np.where(bounds == 0, 1e-9, bounds)
+            bounds = np.ldexp(bounds, -2 * e)
+        bounds = np.where(bounds == 0, 1e-9, bounds)
+        back = e if isinstance(self.prior, str) and self.prior == "covariance" else 0
+        self.bounds_ = np.ldexp(bounds, 2 * (e - back))
 
         def report(M, n_iter):
             print(f"[{type(self).__name__}] sweep {n_iter}")
 
         M, self.n_iter_, self.converged_ = itml_kernels.fit_itml(
-            V, s, M0, self.bounds_, self.gamma, self.max_iter, self.tol,
+            V, s, M0, bounds, self.gamma, self.max_iter, self.tol,
             callback=report if self.verbose else None)
-        self.components_ = components_from_metric(M, dtype, what="ITML's metric")
+        L = components_from_metric(M, np.float64, what="ITML's metric")
+        self.components_ = np.ldexp(L, -back).astype(dtype)
         return self
 
 
@@ -218,18 +234,18 @@ class ITML(_ITMLBase):
         self.n_features_in_ = pairs.shape[2]
         V = pair_difference_matrix(pairs)
         self._fit_differences(V, s, lambda rng: _endpoint_differences(pairs, rng),
-                              lambda: pair_points_cov(pairs), learned_dtype(pairs.dtype))
+                              lambda e: pair_points_cov(pairs, e), learned_dtype(pairs.dtype))
         return self.calibrate_threshold(pairs_as_given(pairs), s)._adopt_coding(y)
 
 
-def pair_points_cov(pairs):
-    """The covariance of the pairs' points (both ends)."""
+def pair_points_cov(pairs, e=0):
+    """The covariance of the pairs' points (both ends), scaled by ``2**-e``."""
     if isinstance(pairs, IndexPairs):
         used = np.unique(np.asarray(pairs.index))
         P = np.asarray(pairs.points[used], dtype=np.float64)
     else:
         P = np.asarray(pairs, dtype=np.float64).reshape(-1, pairs.shape[2])
-    return np.cov(P, rowvar=False)
+    return np.cov(np.ldexp(P, -e), rowvar=False)
 
 
 class ITML_Supervised(_ITMLBase):  # noqa: N801 - metric-learn's name
@@ -294,6 +310,7 @@ class ITML_Supervised(_ITMLBase):  # noqa: N801 - metric-learn's name
         V = np.asarray(X[index[:, 0]], dtype=np.float64) - X[index[:, 1]]
         pairs = IndexPairs(X, index)
         self._fit_differences(V, s, lambda rng: _endpoint_differences(pairs, rng),
-                              lambda: np.cov(np.asarray(X, dtype=np.float64), rowvar=False),
+                              lambda e: np.cov(np.ldexp(np.asarray(X, dtype=np.float64), -e),
+                                               rowvar=False),
                               learned_dtype(X.dtype))
         return self._calibrate_on_labels(X, codes)

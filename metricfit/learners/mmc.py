@@ -15,7 +15,7 @@ from ..pairs import check_pair_labels
 from ..pairs.index import check_pair_input, pairs_as_given
 from ._base import PairLearnerMixin
 from ._mahalanobis import MahalanobisMixin, components_from_metric, learned_dtype
-from .itml import check_scale, pair_difference_matrix, supervised_pairs
+from .itml import pair_difference_matrix, supervised_pairs
 
 
 class _MMCBase(MahalanobisMixin, PairLearnerMixin, BaseEstimator):
@@ -30,7 +30,10 @@ class _MMCBase(MahalanobisMixin, PairLearnerMixin, BaseEstimator):
 
     def _fit_differences(self, V, s, dtype):
         who = type(self).__name__
-        check_scale(float(np.abs(V).max()) if V.size else 0.0, who)
+        # J is invariant under scaling the data: fit on data scaled by 2**-e (exact), then
+        # L (for sum_S d_A = 1 in the scaled units) is scaled back by 2**-e
+        e = int(np.frexp(np.abs(V).max())[1]) if V.size and np.abs(V).max() > 0 else 0
+        V = np.ldexp(V, -e)
         similar, dissimilar = V[s == 1], V[s == -1]
         d = V.shape[1]
         objective = mmc_loss.MMCObjective(similar, dissimilar, self.diagonal)
@@ -47,7 +50,8 @@ class _MMCBase(MahalanobisMixin, PairLearnerMixin, BaseEstimator):
             raise ValueError(f"{who}: the fit gave a degenerate metric (every similar pair at "
                              "distance 0); rescale the data or give other pairs.")
         self.n_iter_ = int(result.nit)
-        self.components_ = components_from_metric(A / Q, dtype, what="MMC's metric")
+        L = components_from_metric(A / Q, np.float64, what="MMC's metric")
+        self.components_ = np.ldexp(L, -e).astype(dtype)
         return self
 
     def _start(self, d):

@@ -13,9 +13,13 @@ SDML's problem (eq. 8 of the paper) is
 with P in the place of the empirical covariance. It is solved by scikit-learn's public
 :func:`sklearn.covariance.graphical_lasso`, whose precision is M. As in metric-learn, a P
 with negative eigenvalues (too many or too far dissimilar pairs) is shifted to PSD (its
-smallest eigenvalue moved to 1e-10) with a ``ConvergenceWarning``: the graphical lasso
-needs a PSD input (metric-learn passes the shifted P as the start ``cov_init``, which
-scikit-learn >= 1.5 no longer takes; here the shifted P is the input).
+smallest eigenvalue moved up) with a ``ConvergenceWarning``: the graphical lasso needs a
+positive definite input. metric-learn moves it to 1e-10 and passes the shifted P as the start
+``cov_init`` (which scikit-learn >= 1.5 no longer takes); here the shifted P is the input, and
+its smallest eigenvalue is raised to ``1e-3`` times its eigenvalue spread (then ``1e-2``,
+``1e-1`` if scikit-learn's solver still reports a "too ill-conditioned" system;
+:data:`CONDITION_FLOORS`): at 1e-10 the solver fails on such inputs, and the metric's scale
+along that direction is set by the shift alone.
 """
 
 import warnings
@@ -41,6 +45,10 @@ from .itml import (
     supervised_pairs,
 )
 
+# P's smallest eigenvalue after the shift, relative to its spread: tried in turn until the
+# graphical lasso succeeds (condition numbers 1000, 100, 10 at most)
+CONDITION_FLOORS = (1e-3, 1e-2, 1e-1)
+
 
 class _SDMLBase(MahalanobisMixin, PairLearnerMixin, BaseEstimator):
     _parameter_constraints = {
@@ -65,18 +73,24 @@ class _SDMLBase(MahalanobisMixin, PairLearnerMixin, BaseEstimator):
         if w[0] < 0:
             warnings.warn(f"[{who}] the graphical lasso's input P = M0^-1 + balance_param * "
                           f"sum y d d^T has negative eigenvalues (smallest {w[0]:.3g}); it is "
-                          "shifted to PSD. Lower balance_param or use prior='identity'.",
-                          ConvergenceWarning, stacklevel=user_stacklevel())
-            w = w - w[0]
-        P = (U * (w + 1e-10)) @ U.T
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                _, M = graphical_lasso(P, alpha=self.sparsity_param, max_iter=self.max_iter,
-                                       verbose=bool(self.verbose))
-        except FloatingPointError as error:
-            raise ValueError(f"{who}: the graphical lasso failed ({error}); rescale the data, "
-                             "lower balance_param or raise sparsity_param.") from None
+                          "shifted to positive definite. Lower balance_param or use "
+                          "prior='identity'.", ConvergenceWarning, stacklevel=user_stacklevel())
+        spread = w[-1] - min(w[0], 0.0)
+        for relative in CONDITION_FLOORS:
+            floor = relative * spread
+            shifted = w - w[0] + floor if w[0] < floor else w
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    _, M = graphical_lasso((U * shifted) @ U.T, alpha=self.sparsity_param,
+                                           max_iter=self.max_iter, verbose=bool(self.verbose))
+                break
+            except FloatingPointError as error:
+                failure = error
+        else:
+            raise ValueError(f"{who}: the graphical lasso failed ({failure}); rescale the data, "
+                             "lower balance_param or raise sparsity_param.")
         if not np.isfinite(M).all():
             raise ValueError(f"{who}: the graphical lasso gave a non-finite metric; rescale "
                              "the data or lower balance_param.")
