@@ -15,7 +15,7 @@ from typing import Callable
 from sklearn.pipeline import make_pipeline
 
 from ..backend import LDA, LengthNormalizer
-from ..learners import CSML, DDML, LDML, TSML, CosineSimilarity
+from ..learners import CSML, DDML, ITML, LDML, MMC, SDML, TSML, CosineSimilarity
 from ..learners.plda import PLDA
 from ..learners.siamese_cnn import SiameseCNN
 from ..whitening import WCCN
@@ -127,6 +127,10 @@ REGISTRY = {spec.name: spec for spec in (
     _spec("csml-plda", _learned(CSML, init=PLDA)),
     # seed 000: the siamese convnet on image pairs
     _spec("cnn", _convnet, has_lam=False, takes_images=True),
+    # issue 26: metric-learn's pair learners, their default parameters (no lambda)
+    _spec("itml", _fixed(lambda: ITML(random_state=0)), has_lam=False),
+    _spec("mmc", _fixed(MMC), has_lam=False),
+    _spec("sdml", _fixed(SDML), has_lam=False),
 )}
 """Every method, by name, in the order of ``metricfit verify --help``."""
 
