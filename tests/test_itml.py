@@ -106,3 +106,25 @@ def test_bad_input_is_a_named_value_error(make, match):
     P, y = _pairs()
     with pytest.raises(ValueError, match=match):
         make(P, y)
+
+
+def test_verify_rows_and_the_identities_of_pairs():
+    """``metricfit verify``'s rows build the pair learners; a labelled-point learner runs on
+    the connected components of the similar training pairs."""
+    from metricfit import NCA
+    from metricfit.experiments.methods import REGISTRY, IdentitiesFromPairs, make_method
+
+    assert type(make_method("itml")) is ITML and not REGISTRY["itml"].has_lam
+    assert {"mmc", "sdml"} <= set(REGISTRY)
+    rng = np.random.default_rng(0)
+    X = np.repeat(3 * rng.normal(size=(3, 4)), 5, axis=0) + 0.1 * rng.normal(size=(15, 4))
+    labels = np.repeat([0, 1, 2], 5)
+    chain = [(i, i + 1) for i in range(14) if labels[i] == labels[i + 1]]  # 4 per identity
+    apart = [(0, 5), (5, 10), (0, 10), (14, 3)]
+    index = np.array(chain + apart)
+    y = np.r_[np.ones(len(chain)), -np.ones(len(apart))]
+    est = IdentitiesFromPairs(NCA(n_components=2, max_iter=20)).fit(X[index], y)
+    ids = est.identities_
+    assert all((ids[labels == c] == ids[labels == c][0]).all() for c in range(3))
+    assert np.unique(ids).size == 3
+    assert est.decision_function(X[index]).shape == (len(y),)
