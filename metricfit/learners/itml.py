@@ -12,14 +12,16 @@ from sklearn.utils import check_random_state
 
 from .._validation import Interval, StrOptions, validate_params
 from ..losses import itml as itml_kernels
-from ..pairs import IndexPairs, check_pair_labels
+from ..pairs import check_pair_labels
 from ..pairs.checks import identity_codes, scale_exponent
 from ..pairs.index import check_pair_input, pair_differences, pairs_as_given
+from ..pairs.tuples import check_tuples, tuple_vectors
 from ._base import PairLearnerMixin, draw_pairs_with_replacement
 from ._mahalanobis import MahalanobisMixin, components_from_metric, learned_dtype
 
 __all__ = ["ITML", "ITML_Supervised", "pair_difference_matrix", "prior_metric",
-           "check_scale", "supervised_pairs", "pair_points_cov"]
+           "check_scale", "supervised_pairs", "endpoint_differences",
+           "tuple_points_cov"]
 
 PRIOR_OPTIONS = {"identity", "covariance", "random"}
 
@@ -38,18 +40,21 @@ def pair_difference_matrix(pairs):
     return np.concatenate(list(pair_differences(pairs, dtype=np.float64)))
 
 
-def _endpoint_differences(pairs, rng, n=10000):
-    """Differences of up to ``n`` random pairs of the pairs' end points (for ITML's bounds)."""
-    m = len(pairs)
-    i, j = rng.randint(0, m, size=(2, n))
-    si, sj = rng.randint(0, 2, size=(2, n))
-    if isinstance(pairs, IndexPairs):
-        index = np.column_stack([np.asarray(pairs.index)[i, si], np.asarray(pairs.index)[j, sj]])
-        index = index[index[:, 0] != index[:, 1]]
-        return pair_difference_matrix(IndexPairs(pairs.points, index)) if len(index) else \
-            np.empty((0, pairs.shape[2]))
-    keep = (i != j) | (si != sj)
-    return np.asarray(pairs[i[keep], si[keep]], dtype=np.float64) - pairs[j[keep], sj[keep]]
+def endpoint_differences(tuples, rng, n=10000, max_rows=5000):
+    """Differences of ``n`` random pairs of end points of validated ``tuples`` (vector or
+    index tuples, :func:`metricfit.pairs.tuples.check_tuples`), drawn among the end points of
+    up to ``max_rows`` random tuples (for ITML's bounds)."""
+    rows = np.sort(rng.choice(len(tuples), size=min(len(tuples), max_rows), replace=False))
+    points = tuple_vectors(tuples, rows, dtype=np.float64).reshape(-1, tuples.shape[2])
+    i, j = rng.randint(0, points.shape[0], size=(2, n))
+    keep = i != j
+    return points[i[keep]] - points[j[keep]]
+
+
+def tuple_points_cov(tuples, e=0):
+    """The covariance of the end points of validated ``tuples``, scaled by ``2**-e``."""
+    points = tuple_vectors(tuples, dtype=np.float64).reshape(-1, tuples.shape[2])
+    return np.cov(np.ldexp(points, -e), rowvar=False)
 
 
 def prior_metric(prior, d, points_cov, rng, who, inverse=False):
@@ -233,19 +238,10 @@ class ITML(_ITMLBase):
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         self.n_features_in_ = pairs.shape[2]
         V = pair_difference_matrix(pairs)
-        self._fit_differences(V, s, lambda rng: _endpoint_differences(pairs, rng),
-                              lambda e: pair_points_cov(pairs, e), learned_dtype(pairs.dtype))
+        ends = check_tuples(pairs_as_given(pairs), 2, self.preprocessor)
+        self._fit_differences(V, s, lambda rng: endpoint_differences(ends, rng),
+                              lambda e: tuple_points_cov(ends, e), learned_dtype(pairs.dtype))
         return self.calibrate_threshold(pairs_as_given(pairs), s)._adopt_coding(y)
-
-
-def pair_points_cov(pairs, e=0):
-    """The covariance of the pairs' points (both ends), scaled by ``2**-e``."""
-    if isinstance(pairs, IndexPairs):
-        used = np.unique(np.asarray(pairs.index))
-        P = np.asarray(pairs.points[used], dtype=np.float64)
-    else:
-        P = np.asarray(pairs, dtype=np.float64).reshape(-1, pairs.shape[2])
-    return np.cov(np.ldexp(P, -e), rowvar=False)
 
 
 class ITML_Supervised(_ITMLBase):  # noqa: N801 - metric-learn's name
@@ -308,8 +304,8 @@ class ITML_Supervised(_ITMLBase):  # noqa: N801 - metric-learn's name
         index, s, codes = supervised_pairs(X, y, self.n_constraints, self.random_state,
                                            type(self).__name__)
         V = np.asarray(X[index[:, 0]], dtype=np.float64) - X[index[:, 1]]
-        pairs = IndexPairs(X, index)
-        self._fit_differences(V, s, lambda rng: _endpoint_differences(pairs, rng),
+        ends = X[index]  # the drawn pairs (n, 2, d): their end points give the bounds
+        self._fit_differences(V, s, lambda rng: endpoint_differences(ends, rng),
                               lambda e: np.cov(np.ldexp(np.asarray(X, dtype=np.float64), -e),
                                                rowvar=False),
                               learned_dtype(X.dtype))

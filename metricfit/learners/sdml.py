@@ -34,15 +34,16 @@ from sklearn.utils import check_random_state
 from .._validation import Interval, StrOptions, user_stacklevel, validate_params
 from ..pairs import check_pair_labels
 from ..pairs.index import check_pair_input, pairs_as_given
+from ..pairs.tuples import check_tuples
 from ._base import PairLearnerMixin
 from ._mahalanobis import MahalanobisMixin, components_from_metric, learned_dtype
 from .itml import (
     PRIOR_OPTIONS,
     check_scale,
     pair_difference_matrix,
-    pair_points_cov,
     prior_metric,
     supervised_pairs,
+    tuple_points_cov,
 )
 
 # P's smallest eigenvalue after the shift, relative to its spread: tried in turn until the
@@ -173,8 +174,9 @@ class SDML(_SDMLBase):
         pairs = check_pair_input(pairs, self.preprocessor)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         self.n_features_in_ = pairs.shape[2]
+        ends = check_tuples(pairs_as_given(pairs), 2, self.preprocessor)
         self._fit_differences(pair_difference_matrix(pairs), s,
-                              lambda: pair_points_cov(pairs), learned_dtype(pairs.dtype))
+                              lambda: tuple_points_cov(ends), learned_dtype(pairs.dtype))
         return self.calibrate_threshold(pairs_as_given(pairs), s)._adopt_coding(y)
 
 
