@@ -54,14 +54,18 @@ def test_fit_separates_pairs_and_is_psd():
 
 def test_scale_free_and_float32():
     P, y = _pairs()
-    base = ITML(random_state=0).fit(P, y)
-    scaled = ITML(random_state=0).fit(P * 2.0 ** 40, y)
+    base = ITML(random_state=0, bounds=(1.0, 9.0)).fit(P, y)
+    scaled = ITML(random_state=0, bounds=(2.0 ** 80, 9 * 2.0 ** 80)).fit(P * 2.0 ** 40, y)
     np.testing.assert_allclose(scaled.components_, base.components_, rtol=1e-12)
+    # data-derived bounds: unsquared-distance percentiles (metric-learn's), in data units
+    default = ITML(random_state=0).fit(P * 2.0 ** 40, y)
+    again = ITML(random_state=0, bounds=default.bounds_ / 2.0 ** 80).fit(P, y)
+    np.testing.assert_allclose(default.components_, again.components_, rtol=1e-9)
     cov = ITML(prior="covariance", random_state=0).fit(P, y)
     cov_scaled = ITML(prior="covariance", random_state=0).fit(P * 2.0 ** -30, y)
     np.testing.assert_allclose(cov_scaled.components_ * 2.0 ** -30, cov.components_,
                                rtol=1e-9)
-    est32 = ITML(random_state=0).fit(P.astype(np.float32), y)
+    est32 = ITML(random_state=0, bounds=(1.0, 9.0)).fit(P.astype(np.float32), y)
     assert est32.components_.dtype == np.float32
     np.testing.assert_allclose(est32.components_, base.components_, rtol=1e-3, atol=1e-4)
 

@@ -106,15 +106,17 @@ def bregman_sweep_numpy(M, V, delta, lam, xi, gamma_proj, inv_gamma):
         M += beta * np.outer(Mv, Mv)
 
 
-def distance_bounds_of(diff, M0, percentiles=(5, 95)):
-    """The targets (u, l): the 5th and 95th percentiles of the squared distances
-    ``v^T M0 v`` of the differences ``diff`` (n, d) of random pairs of points (the authors'
-    ``ComputeDistanceExtremes``; never the n x n distance matrix). Zero bounds become 1e-9.
+def distance_bounds_of(diff, M0, percentiles=(5, 95), squared=False):
+    """The targets (u, l) from the differences ``diff`` (n, d) of random pairs of points:
+    the 5th and 95th percentiles of their distances ``sqrt(v^T M0 v)`` (metric-learn's
+    convention, used as targets of the *squared* distance), or with ``squared=True`` of
+    the squared distances (the authors' ``ComputeDistanceExtremes``). Never the n x n
+    distance matrix. Zero bounds become 1e-9.
     """
     if diff.shape[0] == 0:
         raise ValueError("ITML needs at least two distinct points to set its bounds.")
     sq = np.einsum("ij,ij->i", diff @ M0, diff)
-    u, lo = np.percentile(sq, percentiles)
+    u, lo = np.percentile(sq if squared else np.sqrt(np.maximum(sq, 0)), percentiles)
     return np.array([max(float(u), 1e-9), max(float(lo), 1e-9)])
 
 
