@@ -148,7 +148,12 @@ class _ITMLBase(MahalanobisMixin, PairLearnerMixin, BaseEstimator):
         M, self.n_iter_, self.converged_ = itml_kernels.fit_itml(
             V, s, M0, bounds, self.gamma, self.max_iter, self.tol,
             callback=report if self.verbose else None)
-        L = components_from_metric(M, np.float64, what="ITML's metric")
+        try:
+            L = components_from_metric(M, np.float64, what="ITML's metric")
+        except ValueError as error:  # round-off in many rank-one updates: far-off data scale
+            raise ValueError(f"{error} The Bregman projections lost positive definiteness to "
+                             "round-off: rescale the data (e.g. StandardScaler), whose "
+                             "distances the default bounds follow unsquared.") from None
         self.components_ = np.ldexp(L, -back).astype(dtype)
         return self
 
