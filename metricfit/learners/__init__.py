@@ -13,14 +13,19 @@ from .csml import CSML
 from .ddml import DDML
 from .fusion import ScoreFusion
 from .ldml import LDML
+from .lfda import LFDA
+from .lmnn import LMNN
 from .mknn import MkNN
+from .mlkr import MLKR
 from .nca import NCA
+from .rca import RCA, RCA_Supervised
 from .siamese_cnn import SiameseCNN
 from .tsml import TSML
 
 __all__ = ["Siamese", "TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN", "NCA",
            "SiameseCNN", "ScoreFusion", "score_kind", "final_step", "PairTags",
-           "Covariance"]
+           "Covariance", "LMNN", "MLKR", "LFDA", "RCA",
+           "RCA_Supervised"]
 
 # issue 26 (i26-catalogue): ITML, MMC, SDML, LSML, SCML and their supervised forms
 from .itml import ITML, ITML_Supervised  # noqa: E402
