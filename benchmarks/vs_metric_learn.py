@@ -21,7 +21,11 @@ PCA fitted on its training split):
   dissimilar pairs within each half (train, test: disjoint images); ITML, MMC, SDML; test ROC
   AUC of ``decision_function`` and accuracy of ``predict`` at the threshold each library
   calibrates on the training pairs;
-- growth: LMNN and ITML_Supervised on n = 300, 600, 1200 digits-30d points, one fit each.
+- growth: LMNN and ITML_Supervised on n = 300, 600, 1200 digits-30d points, one fit each;
+- the other supervised learners (LMNN, MLKR, LFDA, RCA_Supervised, Covariance): the rows of
+  ``benchmarks/vs_metric_learn_supervised.py`` (its own workloads: the same data sets and
+  70/30 stratified splits, digits through a PCA fitted on all of digits, no standardising),
+  imported and run when that file is present (``--only base`` or the default).
 
 One thread everywhere (OMP/OpenBLAS/MKL/numba thread variables set to 1 before NumPy is
 imported, in both processes). metricfit's numba kernels are compiled once before timing
@@ -53,7 +57,8 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 
 SUPERVISED = ["ITML_Supervised", "MMC_Supervised", "SDML_Supervised", "LSML_Supervised",
-              "SCML_Supervised", "LMNN", "NCA", "LFDA", "MLKR", "RCA_Supervised", "Covariance"]
+              "SCML_Supervised"]
+BASE_SUPERVISED = ("LMNN", "MLKR", "LFDA", "RCA_Supervised", "Covariance")
 PAIRS = ["ITML", "MMC", "SDML"]
 GROWTH = ["LMNN", "ITML_Supervised"]
 DATASETS = ["iris", "wine", "breast_cancer", "digits30"]
@@ -263,7 +268,7 @@ def main(argv=None):
     parser.add_argument("--pair-seeds", type=int, default=3)
     parser.add_argument("--budget", type=float, default=40.0,
                         help="seconds of metric-learn fits per cell before it stops")
-    parser.add_argument("--only", default="supervised,pairs,growth")
+    parser.add_argument("--only", default="supervised,pairs,growth,base")
     parser.add_argument("--algorithms", default=None, help="comma-separated subset")
     parser.add_argument("--json", default=None)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -316,10 +321,28 @@ def main(argv=None):
                             list(seeds), float("inf"))
             results[f"{task}/{algorithm}/{key}"] = {"metricfit": ours, "metric_learn": theirs}
             _print_row(task, algorithm, key, ours, theirs)
+    if "base" in tasks:
+        results["base"] = _base_rows(args.seeds, args.peer_python)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
     return 0
+
+
+def _base_rows(n_seeds, peer_python):
+    """The rows of benchmarks/vs_metric_learn_supervised.py (LMNN, MLKR, LFDA, RCA, Covariance)
+    when the file is there; its table printed."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import vs_metric_learn_supervised as base
+    except ImportError:
+        print("benchmarks/vs_metric_learn_supervised.py is not here: no rows for LMNN, MLKR, "
+              "LFDA, RCA, Covariance.")
+        return None
+    os.environ.setdefault("METRIC_LEARN_PYTHON", peer_python)
+    rows = base.run(BASE_SUPERVISED, range(n_seeds))
+    print(base.table(rows), flush=True)
+    return rows
 
 
 def _print_row(task, algorithm, key, ours, theirs):
