@@ -19,7 +19,19 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.pipeline import make_pipeline
 
 from ..backend import LDA, LengthNormalizer
-from ..learners import CSML, DDML, ITML, LDML, MMC, SDML, TSML, CosineSimilarity
+from ..learners import (
+    CSML,
+    DDML,
+    ITML,
+    LDML,
+    LFDA,
+    LMNN,
+    MLKR,
+    MMC,
+    SDML,
+    TSML,
+    CosineSimilarity,
+)
 from ..learners.plda import PLDA
 from ..learners.siamese_cnn import SiameseCNN
 from ..pairs import check_pair_labels, check_pairs
@@ -194,6 +206,10 @@ REGISTRY = {spec.name: spec for spec in (
     _spec("itml", _fixed(lambda: ITML(random_state=0)), has_lam=False),
     _spec("mmc", _fixed(MMC), has_lam=False),
     _spec("sdml", _fixed(SDML), has_lam=False),
+    # issue 26: learners of labelled points, on the identities of the training pairs
+    _spec("lmnn", _from_identities(lambda: LMNN(random_state=0)), has_lam=False),
+    _spec("lfda", _from_identities(LFDA), has_lam=False),
+    _spec("mlkr", _from_identities(lambda: MLKR(random_state=0)), has_lam=False),
 )}
 """Every method, by name, in the order of ``metricfit verify --help``."""
 
