@@ -6,7 +6,7 @@ import pytest
 from sklearn.base import clone
 
 from metricfit import SCML, SCML_Supervised
-from metricfit.learners.scml import knn_triplets, lda_bases
+from metricfit.learners.scml import knn_triplets, lda_bases, lda_scalings
 from metricfit.losses import scml as kernels
 
 
@@ -100,3 +100,14 @@ def test_supervised():
 def test_bad_input_is_a_named_value_error(make, match):
     with pytest.raises(ValueError, match=match):
         make(_triplets())
+
+
+def test_lda_scalings_are_scikit_learns():
+    from sklearn.datasets import load_wine
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+    X, y = load_wine(return_X_y=True)
+    rows = np.r_[0:12, 60:75, 140:150]  # a small local set: a rank-deficient scatter
+    ours = lda_scalings(X[rows], y[rows])
+    theirs = LinearDiscriminantAnalysis().fit(X[rows], y[rows]).scalings_
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(np.abs(ours), np.abs(theirs), rtol=1e-8, atol=1e-10)
