@@ -111,3 +111,14 @@ def test_lda_scalings_are_scikit_learns():
     theirs = LinearDiscriminantAnalysis().fit(X[rows], y[rows]).scalings_
     assert ours.shape == theirs.shape
     np.testing.assert_allclose(np.abs(ours), np.abs(theirs), rtol=1e-8, atol=1e-10)
+
+
+def test_large_projections_are_float32_and_give_the_same_weights(monkeypatch):
+    import metricfit.learners.scml as module
+    T = _triplets()
+    full = SCML(n_basis=40, max_iter=1000, random_state=0).fit(T)
+    monkeypatch.setattr(module, "PROJECTION_BUDGET", 0)
+    assert module.projections(np.ones((3, 2)), np.ones((4, 2))).dtype == np.float32
+    small = SCML(n_basis=40, max_iter=1000, random_state=0).fit(T)
+    np.testing.assert_allclose(small.get_mahalanobis_matrix(), full.get_mahalanobis_matrix(),
+                               rtol=1e-3, atol=1e-5)

@@ -19,6 +19,20 @@ from ._base import PairLearnerMixin
 from ._mahalanobis import MahalanobisMixin, TripletsMixin, components_from_metric, learned_dtype
 from .itml import check_scale
 
+PROJECTION_BUDGET = 256 * 2 ** 20  # bytes of float64 projections X B^T kept as float64
+
+
+def projections(X, basis, block=4096):
+    """``X B^T`` (n_points, K): float64, or float32 filled a block of rows at a time when
+    float64 would pass :data:`PROJECTION_BUDGET` (20,000 points x 8,000 bases: 0.64 GB
+    instead of 1.28 GB; the kernel sums in float64)."""
+    if X.shape[0] * basis.shape[0] * 8 <= PROJECTION_BUDGET:
+        return X @ basis.T
+    P = np.empty((X.shape[0], basis.shape[0]), dtype=np.float32)
+    for start in range(0, X.shape[0], block):
+        P[start:start + block] = X[start:start + block] @ basis.T
+    return P
+
 
 class _SCMLBase(BaseEstimator):
     _parameter_constraints = {
@@ -38,7 +52,7 @@ class _SCMLBase(BaseEstimator):
         if self.output_iter > self.max_iter:
             raise ValueError(f"output_iter={self.output_iter} must be <= max_iter="
                              f"{self.max_iter}.")
-        P = X @ basis.T
+        P = projections(X, basis)
         batches = rng.randint(0, triplets.shape[0], size=(self.max_iter, self.batch_size))
         w, best = scml_kernels.dual_averaging(P, triplets, batches, self.beta, self.gamma,
                                               self.output_iter)

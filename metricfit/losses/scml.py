@@ -120,13 +120,15 @@ def dual_averaging(P, triplets, batches, beta, gamma, output_iter):
 
     Parameters
     ----------
-    P : ndarray (n_points, K) float64, the projections ``X B^T``
+    P : ndarray (n_points, K) float64 (or float32, kept: large problems), the projections
+        ``X B^T``; the sums are float64 either way
     triplets : ndarray (T, 3) int64, rows of P
     batches : ndarray (n_iter, batch_size) int64, the triplets of each step
     beta, gamma : float
     output_iter : int, iterations between evaluations of the full objective
     """
-    return _dual_averaging_kernel(np.ascontiguousarray(P, dtype=np.float64),
+    P = P if P.dtype == np.float32 else np.asarray(P, dtype=np.float64)
+    return _dual_averaging_kernel(np.ascontiguousarray(P),
                                   np.ascontiguousarray(triplets, dtype=np.int64),
                                   np.ascontiguousarray(batches, dtype=np.int64),
                                   float(beta), float(gamma), int(output_iter))
