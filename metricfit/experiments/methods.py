@@ -127,6 +127,19 @@ class IdentitiesFromPairs(BaseEstimator):
     learner : estimator
         ``fit(X, y)`` on labelled points, then ``decision_function`` / ``pair_score`` /
         ``calibrate_threshold`` on pairs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.experiments.methods import IdentitiesFromPairs
+    >>> from metricfit.learners import LFDA
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.repeat(3 * rng.normal(size=(3, 2)), 4, axis=0) + 0.1 * rng.normal(size=(12, 2))
+    >>> pairs = X[np.array([[0, 1], [1, 2], [4, 5], [5, 6], [8, 9], [9, 10], [0, 4], [4, 8]])]
+    >>> y = np.array([1, 1, 1, 1, 1, 1, -1, -1])
+    >>> est = IdentitiesFromPairs(LFDA(k=1)).fit(pairs, y)
+    >>> np.unique(est.identities_[est.identities_ >= 0]).size
+    3
     """
 
     def __init__(self, learner):

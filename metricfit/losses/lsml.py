@@ -51,6 +51,17 @@ class LSMLObjective:
     ab, cd : ndarray (n, d), the differences a - b and c - d of the quadruplets
     weights : ndarray (n,), non-negative, summing to 1
     prior_inv : ndarray (d, d), :math:`M_0^{-1}`
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.losses.lsml import LSMLObjective
+    >>> rng = np.random.default_rng(0)
+    >>> f = LSMLObjective(rng.normal(size=(8, 2)), rng.normal(size=(8, 2)), np.full(8, 1 / 8),
+    ...                   np.eye(2))
+    >>> F, grad = f(np.eye(2).ravel())
+    >>> grad.shape
+    (4,)
     """
 
     def __init__(self, ab, cd, weights, prior_inv):

@@ -63,6 +63,16 @@ class MMCObjective:
     similar : ndarray (n_S, d), the similar pairs' differences
     dissimilar : ndarray (n_D, d), the dissimilar pairs' differences
     diagonal : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.losses.mmc import MMCObjective
+    >>> rng = np.random.default_rng(0)
+    >>> f = MMCObjective(rng.normal(size=(10, 3)), rng.normal(size=(12, 3)))
+    >>> J, grad = f(np.eye(3).ravel())
+    >>> grad.shape
+    (9,)
     """
 
     def __init__(self, similar, dissimilar, diagonal=False):
