@@ -15,11 +15,16 @@ from .learners import (  # noqa: E402
     CSML,
     DDML,
     LDML,
+    LFDA,
+    LMNN,
+    MLKR,
     NCA,
+    RCA,
     TSML,
     CosineSimilarity,
     Covariance,
     MkNN,
+    RCA_Supervised,
     Siamese,
     SiameseCNN,
 )
@@ -34,7 +39,7 @@ __all__ = [
     "PLDA", "LDA", "LengthNormalizer",
     "threads", "set_threads", "get_threads", "array_api_dispatch",
     # issue 26: the metric-learn catalogue
-    "Covariance",
+    "Covariance", "LMNN", "MLKR", "LFDA", "RCA", "RCA_Supervised",
 ]
 
 # issue 26 (i26-catalogue): ITML, MMC, SDML, LSML, SCML and their supervised forms

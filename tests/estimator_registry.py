@@ -27,7 +27,7 @@ import numpy as np
 
 from metricfit import CSML, DDML, LDML, NCA, PLDA, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN
 from metricfit.backend import LDA
-from metricfit.learners import Covariance
+from metricfit.learners import LFDA, LMNN, MLKR, RCA, Covariance, RCA_Supervised
 from metricfit.learners.fusion import ScoreFusion
 from metricfit.learners.itml import ITML, ITML_Supervised
 from metricfit.learners.lsml import LSML_Supervised
@@ -122,6 +122,11 @@ REGISTRY = {
     "TSML-lda-init": entry(VECTOR_PAIRS, lambda: TSML(init=LDA(), max_iter=30)),
     # issue 26 (i26-base): the Mahalanobis learners fitted on labelled points
     "Covariance": entry(POINTS, lambda: Covariance()),
+    "LMNN": entry(POINTS, lambda: LMNN(n_neighbors=2, max_iter=20)),
+    "MLKR": entry(POINTS, lambda: MLKR(n_components=3, max_iter=20)),
+    "LFDA": entry(POINTS, lambda: LFDA(n_components=3)),
+    "RCA": entry(POINTS, lambda: RCA()),  # the identities stand for chunklets
+    "RCA_Supervised": entry(POINTS, lambda: RCA_Supervised(n_chunks=20, random_state=0)),
 }
 
 # issue 26 (i26-catalogue): ITML, MMC, SDML (pairs and labelled points), LSML_Supervised and

@@ -22,6 +22,45 @@ def loss_ref(A, X, y):
     return J
 
 
+def cost_grad_embedded_ref(Z, y):
+    """NumPy twin of the kernel (dense, every entry): J and dJ/dZ = 2 (diag(r + c) Z - W Z -
+    W^T Z) with w_ij = -2 (yhat_i - y_i) p_ij (y_j - yhat_i)."""
+    D = np.sum((Z[:, None] - Z[None]) ** 2, axis=2)
+    np.fill_diagonal(D, np.inf)
+    E = np.exp(D.min(axis=1, keepdims=True) - D)
+    P = E / E.sum(axis=1, keepdims=True)
+    y_hat = P @ y
+    W = -2 * (y_hat - y)[:, None] * P * (y[None, :] - y_hat[:, None])
+    r, c = W.sum(axis=1), W.sum(axis=0)
+    return np.sum((y_hat - y) ** 2), 2 * ((r + c)[:, None] * Z - W @ Z - W.T @ Z)
+
+
+@pytest.mark.parametrize("scale", [0.3, 1.0, 8.0])
+def test_kernel_matches_its_dense_numpy_twin(scale):
+    rng = np.random.default_rng(9)
+    Z, y = scale * rng.normal(size=(60, 3)), rng.normal(size=60)
+    J, dZ = mlkr.cost_grad_embedded(Z, y, block_rows=11)
+    J_ref, dZ_ref = cost_grad_embedded_ref(Z, y)
+    np.testing.assert_allclose(J, J_ref, rtol=1e-12)
+    np.testing.assert_allclose(dZ, dZ_ref, rtol=1e-10, atol=1e-12 * np.abs(dZ_ref).max())
+    J32, dZ32 = mlkr.cost_grad_embedded(Z.astype(np.float32), y)
+    np.testing.assert_allclose(J32, J_ref, rtol=1e-4)
+    np.testing.assert_allclose(dZ32, dZ_ref, rtol=1e-3, atol=1e-3 * np.abs(dZ_ref).max())
+
+
+@pytest.mark.parametrize("share", [0.0, 2.0])
+def test_scatter_and_gemm_paths_agree(monkeypatch, share):
+    import metricfit.losses.mlkr as module
+
+    rng = np.random.default_rng(10)
+    Z, y = 2.0 * rng.normal(size=(50, 4)), rng.normal(size=50)
+    J_ref, dZ_ref = cost_grad_embedded_ref(Z, y)
+    monkeypatch.setattr(module, "SPARSE_SHARE", share)  # 0: always GEMMs, 2: always scatter
+    J, dZ = mlkr.cost_grad_embedded(Z, y, block_rows=13)
+    np.testing.assert_allclose(J, J_ref, rtol=1e-12)
+    np.testing.assert_allclose(dZ, dZ_ref, rtol=1e-10, atol=1e-12 * np.abs(dZ_ref).max())
+
+
 def problem(n=40, d=5, seed=0):
     rng = np.random.default_rng(seed)
     return rng.normal(size=(n, d)), rng.normal(size=n), 0.5 * rng.normal(size=(3, d))

@@ -24,8 +24,10 @@ PUBLIC_NAMES = frozenset({
     "metricfit.pairs.sample_chunks",
     "metricfit.pairs.sample_quadruplets",
     "metricfit.pairs.sample_triplets",
-    "metricfit.Covariance",
-    "metricfit.learners.Covariance",
+    "metricfit.Covariance", "metricfit.LMNN", "metricfit.MLKR", "metricfit.LFDA",
+    "metricfit.RCA", "metricfit.RCA_Supervised",
+    "metricfit.learners.Covariance", "metricfit.learners.LMNN", "metricfit.learners.MLKR",
+    "metricfit.learners.LFDA", "metricfit.learners.RCA", "metricfit.learners.RCA_Supervised",
     # issue 30: array-API dispatch
     "metricfit.array_api_dispatch",
     # issue 27: one thread setting for the package

@@ -149,7 +149,11 @@ class MahalanobisMixin:
             _, codes = identity_codes(y, "y", X.shape[0])
         pairs, s = calibration_pairs(np.asarray(codes, dtype=np.int64),
                                      what=what or type(self).__name__)
-        self.threshold_ = float(calibrate_threshold(s, self.pair_score(X[pairs])))
+        used, local = np.unique(pairs, return_inverse=True)  # embed each point once
+        Z = X[used] @ self.components_.T.astype(X.dtype, copy=False)
+        local = local.reshape(pairs.shape)
+        scores = _minus_squared_distance(Z[local[:, 0]], Z[local[:, 1]])  # = pair_score
+        self.threshold_ = float(calibrate_threshold(s, finite_scores(scores, X[used])))
         self.classes_ = np.array([-1, 1])
         return self
 
