@@ -95,6 +95,7 @@ def test_supervised():
     (lambda T: SCML(preprocessor=T.reshape(-1, 4)).fit(np.array([[0, 1, 10 ** 6]])),
      "triplets|range|index"),
     (lambda T: SCML().fit(T[:2]), "triplets"),  # fewer triplets than features
+    (lambda T: SCML().fit(T, np.ones(len(T))), "y: triplets carry no labels"),
     (lambda T: SCML_Supervised().fit(T[:, 0], np.zeros(len(T))), "y"),
 ])
 def test_bad_input_is_a_named_value_error(make, match):

@@ -148,20 +148,22 @@ class SCML(MahalanobisMixin, TripletsMixin, TransformerMixin, _SCMLBase):
         self.preprocessor = preprocessor
         self.random_state = random_state
 
-    def fit(self, triplets):
+    def fit(self, triplets, y=None):
         """Learn M from triplets (a, p, n) meaning ``d(a, p) < d(a, n)``.
 
         Parameters
         ----------
         triplets : array-like of shape (n, 3, n_features) or (n, 3)
             Vector triplets, or index triplets into ``preprocessor``.
+        y : None
+            Triplets carry no labels (scikit-learn's signature): labels are a ValueError.
 
         Returns
         -------
         self
         """
         validate_params(self)
-        triplets = check_tuples(triplets, 3, self.preprocessor)
+        triplets = check_tuples(triplets, 3, self.preprocessor, y=y)
         d = self.n_features_in_ = triplets.shape[2]
         if isinstance(triplets, IndexTuples):
             X = np.asarray(triplets.points, dtype=np.float64)
