@@ -100,3 +100,36 @@ def test_supervised():
 def test_bad_input_is_a_named_value_error(make, match):
     with pytest.raises(ValueError, match=match):
         make(_quadruplets())
+
+
+def _tuple_cases():
+    from metricfit import SCML
+    rng = np.random.default_rng(3)
+    T = rng.normal(size=(150, 3, 4))
+    T[:, 1] = T[:, 0] + 0.2 * rng.normal(size=(150, 4))
+    return [(lambda: LSML(max_iter=50), _quadruplets(d=4)),
+            (lambda: SCML(n_basis=20, max_iter=500, output_iter=100, random_state=0), T)]
+
+
+@pytest.mark.parametrize("case", range(2), ids=["LSML", "SCML"])
+def test_tuple_learners_follow_the_common_conventions(case):
+    """What tests/test_common.py checks of the registry's estimators, for the learners of
+    quadruplets and triplets (the registry's suites feed pairs or labelled points)."""
+    import pickle
+
+    from sklearn.exceptions import NotFittedError
+
+    make, tuples = _tuple_cases()[case]
+    est = make()
+    assert set(vars(est)) == set(est.get_params(deep=False))  # __init__ stores, nothing else
+    assert clone(est).get_params() == est.get_params()
+    for method in ("predict", "decision_function", "score", "transform"):
+        with pytest.raises(NotFittedError):
+            getattr(est, method)(tuples if method != "transform" else tuples[:, 0])
+    assert est.fit(tuples) is est
+    copy = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(copy.decision_function(tuples), est.decision_function(tuples))
+    est32 = make().fit(tuples.astype(np.float32))
+    assert est32.transform(tuples[:, 0].astype(np.float32)).dtype == np.float32
+    with pytest.raises(ValueError, match=r"\d+"):
+        est.decision_function(np.concatenate([tuples, tuples[..., :1]], axis=-1))
