@@ -145,3 +145,28 @@ def test_components_from_metric():
         components_from_metric(np.full((2, 2), np.nan))
     with pytest.raises(ValueError, match="square"):
         components_from_metric(np.ones((2, 3)))
+
+
+def test_initial_components_follow_metric_learns_auto_rule():
+    from sklearn.decomposition import PCA
+
+    from metricfit.learners._mahalanobis import initial_components
+
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(40, 5))
+    y = np.repeat([0, 1, 2, 3], 10)
+    lda = initial_components("auto", X, 3, y)  # 3 <= n_classes - 1: LDA
+    np.testing.assert_allclose(lda, initial_components("lda", X, 3, y))
+    pca = initial_components("auto", X, 4, y)  # 4 > 3, 4 < 5: PCA
+    np.testing.assert_allclose(np.abs(pca), np.abs(PCA(4).fit(X).components_), atol=1e-10)
+    np.testing.assert_array_equal(initial_components("auto", X, 5, y), np.eye(5))
+    np.testing.assert_array_equal(initial_components("auto", X, 2, None)[:, :2] != 0,
+                                  np.ones((2, 2), bool))  # no labels: PCA
+    assert initial_components("identity", X.astype(np.float32), 2).dtype == np.float32
+    assert initial_components("random", X, 2, random_state=0).shape == (2, 5)
+    with pytest.raises(ValueError, match="init='lda' needs n_components <= "):
+        initial_components("lda", X, 4, y)
+    with pytest.raises(ValueError, match="init='lda' needs class labels"):
+        initial_components("lda", X, 2)
+    with pytest.raises(ValueError, match=r"init must have shape \(n_components, n_features\)"):
+        initial_components(np.ones((2, 2)), X, 2)

@@ -21,8 +21,7 @@ from ..losses import lmnn as lmnn_loss
 from ..optim import minimize
 from ..pairs.checks import identity_codes
 from ._base import PairLearnerMixin
-from ._init import INIT_OPTIONS, initial_components
-from ._mahalanobis import MahalanobisMixin
+from ._mahalanobis import INIT_OPTIONS, MahalanobisMixin, initial_components
 from ._solver import SolverMixin
 
 STALL_WINDOW = 10  # iterations over which J must fall by convergence_tol (relative)
@@ -73,7 +72,7 @@ class LMNN(SolverMixin, MahalanobisMixin, PairLearnerMixin, BaseEstimator):
         Rows of L (None: n_features).
     init : {'auto', 'identity', 'pca', 'lda', 'random'} or array, default='auto'
         L0 (metric-learn's choices; 'auto': LDA, PCA or identity by its rule,
-        :func:`metricfit.learners._init.initial_components`).
+        :func:`metricfit.learners._mahalanobis.initial_components`).
     max_iter : int, default=1000
         L-BFGS iterations (metric-learn's ``max_iter``).
     tol : float, default=1e-5

@@ -15,8 +15,7 @@ from .._validation import Interval, StrOptions, validate_params
 from ..losses import mlkr as mlkr_loss
 from ..optim import minimize
 from ._base import PairLearnerMixin
-from ._init import initial_components
-from ._mahalanobis import MahalanobisMixin
+from ._mahalanobis import MahalanobisMixin, initial_components
 from ._solver import SolverMixin
 
 
