@@ -41,3 +41,20 @@ __all__ = [
     # issue 26: the metric-learn catalogue
     "Covariance", "LMNN", "MLKR", "LFDA", "RCA", "RCA_Supervised",
 ]
+
+# issue 26 (i26-catalogue): ITML, MMC, SDML, LSML, SCML and their supervised forms
+from .learners import (  # noqa: E402
+    ITML,
+    LSML,
+    MMC,
+    SCML,
+    SDML,
+    ITML_Supervised,
+    LSML_Supervised,
+    MMC_Supervised,
+    SCML_Supervised,
+    SDML_Supervised,
+)
+
+__all__ += ["ITML", "ITML_Supervised", "MMC", "MMC_Supervised", "SDML", "SDML_Supervised",
+            "LSML", "LSML_Supervised", "SCML", "SCML_Supervised"]

@@ -252,6 +252,17 @@ PUBLIC_NAMES = frozenset({
     "metricfit.pairs.unrestricted_pairs",
     # metricfit.whitening
     "metricfit.whitening.WCCN", "metricfit.whitening.WPCA",
+    # issue 26 (i26-catalogue): ITML, MMC, SDML, LSML, SCML and their supervised forms
+    "metricfit.ITML", "metricfit.learners.ITML",
+    "metricfit.ITML_Supervised", "metricfit.learners.ITML_Supervised",
+    "metricfit.MMC", "metricfit.learners.MMC",
+    "metricfit.MMC_Supervised", "metricfit.learners.MMC_Supervised",
+    "metricfit.SDML", "metricfit.learners.SDML",
+    "metricfit.SDML_Supervised", "metricfit.learners.SDML_Supervised",
+    "metricfit.LSML", "metricfit.learners.LSML",
+    "metricfit.LSML_Supervised", "metricfit.learners.LSML_Supervised",
+    "metricfit.SCML", "metricfit.learners.SCML",
+    "metricfit.SCML_Supervised", "metricfit.learners.SCML_Supervised",
 })
 
 # Renamed public names: still importable, with a FutureWarning naming the removal version.

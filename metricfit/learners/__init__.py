@@ -26,3 +26,13 @@ __all__ = ["Siamese", "TSML", "CSML", "DDML", "CosineSimilarity", "LDML", "MkNN"
            "SiameseCNN", "ScoreFusion", "score_kind", "final_step", "PairTags",
            "Covariance", "LMNN", "MLKR", "LFDA", "RCA",
            "RCA_Supervised"]
+
+# issue 26 (i26-catalogue): ITML, MMC, SDML, LSML, SCML and their supervised forms
+from .itml import ITML, ITML_Supervised  # noqa: E402
+from .lsml import LSML, LSML_Supervised  # noqa: E402
+from .mmc import MMC, MMC_Supervised  # noqa: E402
+from .scml import SCML, SCML_Supervised  # noqa: E402
+from .sdml import SDML, SDML_Supervised  # noqa: E402
+
+__all__ += ["ITML", "ITML_Supervised", "MMC", "MMC_Supervised", "SDML", "SDML_Supervised",
+            "LSML", "LSML_Supervised", "SCML", "SCML_Supervised"]
