@@ -16,8 +16,12 @@ The table gives medians of wall time; the lines under it the fastest repeat of e
 median process CPU time (on a shared machine the median wall time carries the other processes'
 load, the minimum less so; with one thread the CPU time is the cost of the work itself).
 
-    python benchmarks/bench_cnn.py [--threads 1] [--repeats 15] [--no-torch]
+    python benchmarks/bench_cnn.py [--threads 1] [--repeats 15] [--no-torch] [--no-compile]
         [--json /tmp/cnn/bench_cnn.json]
+
+For a scaling harness (``benchmarks/scaling.py``): :func:`time_training_step` and
+:func:`time_inference` return metricfit's median seconds at a thread count, on synthetic
+images (no data folder); :func:`torch_seconds` the same for torch, in its own process.
 """
 
 import argparse
@@ -118,6 +122,62 @@ def _limit_threads(threads):
     return threadpool_limits(threads)
 
 
+def _workload():
+    """The benchmark's network, weights, siamese objective and 128 images (seeded)."""
+    from metricfit.cnn import ConvNetwork, SiameseObjective, network_spec
+
+    net = ConvNetwork(network_spec(SHAPE))
+    theta = net.init(0)
+    rng = np.random.default_rng(0)
+    pairs = rng.normal(size=(N_PAIRS, 2) + SHAPE).astype(np.float32)
+    s = np.where(np.arange(N_PAIRS) % 2 == 0, 1, -1)
+    images = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    return net, theta, SiameseObjective(net, pairs, s), images
+
+
+def _median_seconds(fn, threads, repeats):
+    from metricfit import threads as package_threads
+
+    with package_threads(threads):  # the layers' threads and BLAS alike
+        fn()  # compile or load the cache, warm the workspace
+        times = []
+        for _ in range(max(1, int(repeats))):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def time_training_step(threads, repeats=10):
+    """Median seconds of one training step (forward + backward, 64 pairs) on ``threads``."""
+    net, theta, objective, _ = _workload()
+    rows = np.arange(N_PAIRS)
+    return _median_seconds(lambda: objective.batch(theta, rows), threads, repeats)
+
+
+def time_inference(threads, repeats=10):
+    """Median seconds of the forward pass of the 128 images on ``threads``."""
+    net, theta, _, images = _workload()
+    return _median_seconds(lambda: net.transform(theta, images, 2 * N_PAIRS), threads, repeats)
+
+
+def torch_seconds(threads, repeats=10):
+    """``{'train': s, 'infer': s}``: torch's median seconds on the same workload and weights,
+    in its own process with ``threads`` threads (None when torch is not installed)."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    net, theta, objective, images = _workload()
+    J, grad = objective.batch(theta.astype(np.float64), np.arange(N_PAIRS))
+    ours = {"net": net, "theta": theta, "images": images, "J": J, "grad": grad,
+            "s": np.where(np.arange(N_PAIRS) % 2 == 0, 1, -1)}
+    result = torch_timings(ours, argparse.Namespace(threads=threads, repeats=repeats))
+    return {"train": result["train_ms"] / 1e3, "infer": result["infer_ms"] / 1e3}
+
+
+convnet_step = time_training_step  # the names the scaling registry imports
+convnet_inference = time_inference
+
+
 def compile_times(threads):
     """(first call with an empty numba cache, first call loading the cache), in seconds."""
     with tempfile.TemporaryDirectory() as cache:
@@ -143,7 +203,15 @@ def _median_ms(fn, repeats, cpu=None):
 
 
 def layer_breakdown(net, theta, images, repeats):
-    """Median ms of each layer's forward and backward in one training step."""
+    """Median ms of each layer's forward and backward in one training step (BLAS on one
+    thread, as in the network's passes)."""
+    from metricfit.cnn.threads import blas_single_threaded
+
+    with blas_single_threaded():
+        return _layer_breakdown(net, theta, images, repeats)
+
+
+def _layer_breakdown(net, theta, images, repeats):
     params = net.unpack(theta, images.dtype)
     out, caches, inputs = np.ascontiguousarray(images[:, None]), {}, {}
     rows = {}
@@ -210,7 +278,7 @@ def torch_timings(ours, args):
     ours_grad = ours["grad"]
     result["grad_rel_err"] = float(np.linalg.norm(torch_grad - ours_grad)
                                    / np.linalg.norm(ours_grad))
-    result["loss_rel_err"] = abs(result["J"] - ours["J"]) / abs(ours["J"])
+    result["loss_rel_err"] = float(abs(result["J"] - ours["J"]) / abs(ours["J"]))
     return {"train_ms": 1e3 * float(np.median(result["train"])),
             "infer_ms": 1e3 * float(np.median(result["infer"])),
             "train_raw": result["train"], "infer_raw": result["infer"],
@@ -223,14 +291,17 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="skip the two fresh processes that time the first call")
     parser.add_argument("--json", default="/tmp/cnn/bench_cnn.json")
     args = parser.parse_args(argv)
     os.environ.update(_env(args.threads))  # for the subprocesses
     limits = _limit_threads(args.threads)  # this process's BLAS pool
     print(f"load average {os.getloadavg()}, {os.cpu_count()} CPUs, threads={args.threads}")
-    first, cached = compile_times(args.threads)
-    print(f"first call: {first:.2f} s with an empty numba cache (compile), {cached:.2f} s "
-          "loading the cache")
+    first, cached = (None, None) if args.no_compile else compile_times(args.threads)
+    if first is not None:
+        print(f"first call: {first:.2f} s with an empty numba cache (compile), {cached:.2f} s "
+              "loading the cache")
     ours = metricfit_timings(args)
     have_torch = importlib.util.find_spec("torch") is not None and not args.no_torch
     theirs = torch_timings(ours, args) if have_torch else None

@@ -20,6 +20,9 @@ points.
 
 (``--memory-only`` writes ``bench_nca_memory.json`` unless ``--json`` is given.)
 
+``time_iteration(threads)`` and ``time_sklearn_iteration(threads)`` (median seconds per
+iteration on digits, no data folder) are the scaling harness's hooks (``benchmarks/scaling.py``).
+
 The machine is shared: read the ratios of one run, not absolute times across runs.
 """
 
@@ -153,6 +156,28 @@ def median_time(fn, repeats):
         fn()
         times.append(time.perf_counter() - t0)
     return float(np.median(times))
+
+
+def time_iteration(threads, iters=10, repeats=3, dtype=np.float64):
+    """Median seconds per L-BFGS iteration of ``metricfit.NCA`` on digits (1797 x 64, identity
+    start, ``tol=0``) under ``metricfit.threads(threads)``: a hook of ``benchmarks/scaling.py``."""
+    import metricfit
+
+    X, y = load_digits_data()
+    with metricfit.threads(threads):
+        fit_ours(X, y, 2, dtype)  # compile / warm-up
+        return median_time(lambda: fit_ours(X, y, iters, dtype), repeats) / iters
+
+
+def time_sklearn_iteration(threads, iters=10, repeats=3):
+    """Median seconds per iteration of scikit-learn's NeighborhoodComponentsAnalysis on digits
+    (float64, identity start, ``tol=0``) with BLAS on ``threads`` threads."""
+    import metricfit
+
+    X, y = load_digits_data()
+    with metricfit.threads(threads):
+        fit_sklearn(X, y, 2)
+        return median_time(lambda: fit_sklearn(X, y, iters), repeats) / iters
 
 
 def evaluation_vs_bound(X, y, dtype, repeats=5):

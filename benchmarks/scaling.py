@@ -21,10 +21,12 @@ Workloads (``--only NAME ...`` selects; ``--list`` prints them):
   62x47 images (as ``bench_descriptors.py``, without LFW).
 
 Registry: ``WORKLOADS = {name: callable(repeats) -> {"ms": ..., "bound_ms": ..., "x_bound":
-...}}``. A benchmark script may provide its own entries as a module-level dict ``SCALING`` of
-such callables (e.g. ``bench_cnn.SCALING["convnet_step"]``): the registry uses those first and
-falls back on the small synthetic workloads written here against the public API. Nothing
-needs torch or a data folder.
+...}}``. The hooks import their script lazily and use, in this order: a module-level dict
+``SCALING`` of such callables (e.g. ``bench_cnn.SCALING["convnet_step"]``); the script's
+named entry points (``bench_cnn.time_training_step`` / ``time_inference``,
+``bench_plda.time_em_iteration`` against ``time_em_gemms``, ``bench_nca.time_iteration``, each
+``(threads, ..., repeats)`` returning seconds); else the small synthetic workloads written
+here against the public API. Nothing needs torch or a data folder.
 
     python benchmarks/scaling.py [--threads 1 2 4 8 16] [--only tsml_float64 ...]
         [--repeats 5] [--json out.json] [--markdown out.md] [--timeout 300]
@@ -148,17 +150,59 @@ def _kernel_index(dtype="float64", n_points=2000, n_pairs=8192, k=300):
     return run
 
 
-# -- hooks for the other rooms (a script's SCALING entry wins) ------------------------------
+# -- hooks for the other rooms (a script's own entry point wins) ---------------------------
 
 
-def _hook(script, name, fallback):
+def _threads():
+    import metricfit
+
+    return metricfit.get_threads()
+
+
+def _hook(script, name, entry, fallback):
+    """The workload ``name``: the script's ``SCALING[name]`` if it has one, else ``entry(module,
+    repeats)`` when the script's named functions exist (``entry`` returns None when they do
+    not), else ``fallback(repeats)``, written here against the public API."""
+
     def run(repeats):
         try:
-            entry = getattr(_script(script), "SCALING", {}).get(name)
+            module = _script(script)
         except Exception:  # a script that does not import here (data, optional packages)
-            entry = None
-        return (entry or fallback)(repeats)
+            module = None
+        own = getattr(module, "SCALING", {}).get(name) if module is not None else None
+        if own is not None:
+            return own(repeats)
+        row = entry(module, repeats) if module is not None else None
+        return fallback(repeats) if row is None else row
     return run
+
+
+def _cnn_entry(kind):
+    """bench_cnn's ``time_training_step`` / ``time_inference(threads, repeats)`` (seconds)."""
+
+    def entry(module, repeats):
+        fn = getattr(module, "time_training_step" if kind == "step" else "time_inference", None)
+        return None if fn is None else {"ms": 1e3 * fn(_threads(), repeats=repeats)}
+    return entry
+
+
+def _plda_entry(module, repeats):
+    """bench_plda's ``time_em_iteration`` against ``time_em_gemms`` (its two GEMMs)."""
+    em, gemms = (getattr(module, f, None) for f in ("time_em_iteration", "time_em_gemms"))
+    if em is None or gemms is None:
+        return None
+    t, bound = em(_threads(), repeats=repeats), gemms(_threads(), repeats=repeats)
+    return {"ms": 1e3 * t, "bound_ms": 1e3 * bound, "x_bound": t / bound}
+
+
+def _nca_entry(module, repeats):
+    """bench_nca's ``time_iteration(threads, iters, repeats)`` (seconds per iteration)."""
+    fn = getattr(module, "time_iteration", None)
+    return None if fn is None else {"ms": 1e3 * fn(_threads(), iters=5, repeats=repeats)}
+
+
+def _no_entry(module, repeats):
+    return None
 
 
 def _convnet(kind, n_pairs=64, shape=(56, 46)):
@@ -207,11 +251,12 @@ WORKLOADS = {f"{loss}_{dt}": _linear(loss, dt) for loss in LINEAR for dt in DTYP
 WORKLOADS.update({f"kernel_{loss}_{dt}": _kernel(loss, dt) for loss in LINEAR for dt in DTYPES})
 WORKLOADS["kernel_index_tsml"] = _kernel_index()
 WORKLOADS.update({
-    "convnet_step": _hook("bench_cnn", "convnet_step", _convnet("step")),
-    "convnet_inference": _hook("bench_cnn", "convnet_inference", _convnet("inference")),
-    "plda_em": _hook("bench_plda", "plda_em", _plda_em),
-    "nca_iteration": _hook("bench_nca", "nca_iteration", _nca_iteration),
-    "descriptors": _hook("bench_descriptors", "descriptors", _descriptors),
+    "convnet_step": _hook("bench_cnn", "convnet_step", _cnn_entry("step"), _convnet("step")),
+    "convnet_inference": _hook("bench_cnn", "convnet_inference", _cnn_entry("inference"),
+                               _convnet("inference")),
+    "plda_em": _hook("bench_plda", "plda_em", _plda_entry, _plda_em),
+    "nca_iteration": _hook("bench_nca", "nca_iteration", _nca_entry, _nca_iteration),
+    "descriptors": _hook("bench_descriptors", "descriptors", _no_entry, _descriptors),
 })
 
 

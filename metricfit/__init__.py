@@ -11,7 +11,23 @@ from . import backend, metrics, pairs  # noqa: E402
 from ._array_api import array_api_dispatch  # noqa: E402
 from ._version import __version__  # noqa: E402
 from .backend import LDA, LengthNormalizer  # noqa: E402
-from .learners import CSML, DDML, LDML, NCA, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN  # noqa: E402
+from .learners import (  # noqa: E402
+    CSML,
+    DDML,
+    LDML,
+    LFDA,
+    LMNN,
+    MLKR,
+    NCA,
+    RCA,
+    TSML,
+    CosineSimilarity,
+    Covariance,
+    MkNN,
+    RCA_Supervised,
+    Siamese,
+    SiameseCNN,
+)
 from .learners.plda import PLDA  # noqa: E402
 from .parallel import get_threads, set_threads, threads  # noqa: E402
 from .whitening import WCCN, WPCA  # noqa: E402
@@ -22,4 +38,23 @@ __all__ = [
     "__version__",
     "PLDA", "LDA", "LengthNormalizer",
     "threads", "set_threads", "get_threads", "array_api_dispatch",
+    # issue 26: the metric-learn catalogue
+    "Covariance", "LMNN", "MLKR", "LFDA", "RCA", "RCA_Supervised",
 ]
+
+# issue 26 (i26-catalogue): ITML, MMC, SDML, LSML, SCML and their supervised forms
+from .learners import (  # noqa: E402
+    ITML,
+    LSML,
+    MMC,
+    SCML,
+    SDML,
+    ITML_Supervised,
+    LSML_Supervised,
+    MMC_Supervised,
+    SCML_Supervised,
+    SDML_Supervised,
+)
+
+__all__ += ["ITML", "ITML_Supervised", "MMC", "MMC_Supervised", "SDML", "SDML_Supervised",
+            "LSML", "LSML_Supervised", "SCML", "SCML_Supervised"]

@@ -15,7 +15,9 @@ import contextvars
 import numpy as np
 
 __all__ = ["array_api_dispatch", "dispatch_enabled", "get_namespace", "device_of", "to_numpy",
-           "is_numpy_namespace"]
+           "is_numpy_namespace", "namespace_name", "supported_namespace", "SUPPORTED_NAMESPACES"]
+
+SUPPORTED_NAMESPACES = ("torch", "cupy", "array_api_strict")  # what the device paths are tested on
 
 _DISPATCH = contextvars.ContextVar("metricfit_array_api_dispatch", default=None)
 
@@ -128,3 +130,44 @@ def to_numpy(x, xp=None):
         return np.asarray(x)
     except (TypeError, ValueError, RuntimeError):
         return np.from_dlpack(x)
+
+
+def namespace_name(xp):
+    """The library of namespace ``xp``: 'torch', 'cupy', 'array_api_strict', 'numpy', ..."""
+    name = getattr(xp, "__name__", str(xp))
+    for known in SUPPORTED_NAMESPACES + ("numpy", "dask", "jax"):
+        if known in name.split("."):
+            return known
+    return name
+
+
+def supported_namespace(*arrays, names, supported=SUPPORTED_NAMESPACES, what="metricfit",
+                        host=("dask",)):
+    """The namespace to compute in, or None for metricfit's NumPy path.
+
+    :func:`get_namespace` over the array arguments (lists, tuples and scalars among them are
+    left out: they follow the arrays), then: a library of ``host`` (Dask: metricfit's NumPy
+    path reads Dask arrays block by block itself) gives None; an object array_api_compat does
+    not know, or a namespace outside ``supported``, raises a ValueError naming the argument
+    and the namespaces ``what`` computes in.
+    """
+    given = [(n, x) for n, x in zip(names, arrays, strict=True)
+             if x is not None and not isinstance(x, (list, tuple, int, float))]
+    if any(type(x).__module__.split(".")[0] in host for _, x in given):
+        return None  # e.g. Dask points: the NumPy path reads them block by block
+    try:
+        xp, dispatched = get_namespace(*[x for _, x in given], names=[n for n, _ in given])
+    except TypeError as error:  # array_api_compat: not an array of a known library
+        listing = ", ".join(f"{n}: {_describe(x)}" for n, x in given)
+        raise ValueError(f"unsupported array type among {listing} ({error}); {what} takes "
+                         f"NumPy arrays or, with array-API dispatch on, arrays of "
+                         f"{', '.join(supported)}.") from None
+    if not dispatched:
+        return None
+    library = namespace_name(xp)
+    if library not in supported:
+        listing = ", ".join(f"{n}: {_describe(x)}" for n, x in given)
+        raise ValueError(f"the array namespace {library!r} ({listing}) is not supported by "
+                         f"{what}'s array-API path (supported: {', '.join(supported)}); "
+                         "pass NumPy arrays.")
+    return xp

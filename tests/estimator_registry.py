@@ -27,7 +27,13 @@ import numpy as np
 
 from metricfit import CSML, DDML, LDML, NCA, PLDA, TSML, CosineSimilarity, MkNN, Siamese, SiameseCNN
 from metricfit.backend import LDA
+from metricfit.learners import LFDA, LMNN, MLKR, RCA, Covariance, RCA_Supervised
 from metricfit.learners.fusion import ScoreFusion
+from metricfit.learners.itml import ITML, ITML_Supervised
+from metricfit.learners.lsml import LSML_Supervised
+from metricfit.learners.mmc import MMC, MMC_Supervised
+from metricfit.learners.scml import SCML_Supervised
+from metricfit.learners.sdml import SDML, SDML_Supervised
 
 VECTOR_PAIRS, INDEX_PAIRS, POINTS, IMAGE_PAIRS = ("vector_pairs", "index_pairs", "points",
                                                    "image_pairs")
@@ -114,7 +120,33 @@ REGISTRY = {
     "SiameseCNN": entry(IMAGE_PAIRS, lambda: SiameseCNN(
         n_components=4, n_maps=(3, 6, 8), batch_size=8, max_epochs=2, random_state=0)),
     "TSML-lda-init": entry(VECTOR_PAIRS, lambda: TSML(init=LDA(), max_iter=30)),
+    # issue 26 (i26-base): the Mahalanobis learners fitted on labelled points
+    "Covariance": entry(POINTS, lambda: Covariance()),
+    "LMNN": entry(POINTS, lambda: LMNN(n_neighbors=2, max_iter=20)),
+    "MLKR": entry(POINTS, lambda: MLKR(n_components=3, max_iter=20)),
+    "LFDA": entry(POINTS, lambda: LFDA(n_components=3)),
+    "RCA": entry(POINTS, lambda: RCA()),  # the identities stand for chunklets
+    "RCA_Supervised": entry(POINTS, lambda: RCA_Supervised(n_chunks=20, random_state=0)),
 }
+
+# issue 26 (i26-catalogue): ITML, MMC, SDML (pairs and labelled points), LSML_Supervised and
+# SCML_Supervised (labelled points); LSML and SCML take quadruplets / triplets: their own tests
+REGISTRY.update({
+    "ITML": entry(VECTOR_PAIRS, lambda: ITML(max_iter=50, random_state=0)),
+    "ITML-index": entry(INDEX_PAIRS, lambda: ITML(max_iter=50, random_state=0)),
+    "ITML_Supervised": entry(POINTS, lambda: ITML_Supervised(max_iter=50, random_state=0)),
+    "MMC": entry(VECTOR_PAIRS, lambda: MMC(max_iter=30)),
+    "MMC-diagonal": entry(VECTOR_PAIRS, lambda: MMC(diagonal=True, max_iter=30)),
+    "MMC-index": entry(INDEX_PAIRS, lambda: MMC(max_iter=30)),
+    "MMC_Supervised": entry(POINTS, lambda: MMC_Supervised(max_iter=30, random_state=0)),
+    "SDML": entry(VECTOR_PAIRS, lambda: SDML(balance_param=1e-3)),
+    "SDML-index": entry(INDEX_PAIRS, lambda: SDML(balance_param=1e-3)),
+    "SDML_Supervised": entry(POINTS, lambda: SDML_Supervised(balance_param=1e-3,
+                                                             random_state=0)),
+    "LSML_Supervised": entry(POINTS, lambda: LSML_Supervised(max_iter=50, random_state=0)),
+    "SCML_Supervised": entry(POINTS, lambda: SCML_Supervised(
+        n_basis=12, max_iter=300, output_iter=100, random_state=0)),
+})
 
 
 class Case:

@@ -17,6 +17,17 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 PUBLIC_NAMES = frozenset({
+    # issue 26 (i26-base): tuples beyond pairs, the Mahalanobis learners
+    "metricfit.pairs.IndexTuples",
+    "metricfit.pairs.check_chunks",
+    "metricfit.pairs.check_tuples",
+    "metricfit.pairs.sample_chunks",
+    "metricfit.pairs.sample_quadruplets",
+    "metricfit.pairs.sample_triplets",
+    "metricfit.Covariance", "metricfit.LMNN", "metricfit.MLKR", "metricfit.LFDA",
+    "metricfit.RCA", "metricfit.RCA_Supervised",
+    "metricfit.learners.Covariance", "metricfit.learners.LMNN", "metricfit.learners.MLKR",
+    "metricfit.learners.LFDA", "metricfit.learners.RCA", "metricfit.learners.RCA_Supervised",
     # issue 30: array-API dispatch
     "metricfit.array_api_dispatch",
     # issue 27: one thread setting for the package
@@ -90,6 +101,7 @@ PUBLIC_NAMES = frozenset({
     "metricfit.backend.PAVCalibration", "metricfit.backend.ScoreNormalizer",
     "metricfit.backend.normalize_scores", "metricfit.backend.read_scores",
     "metricfit.backend.read_trials", "metricfit.backend.score_sets",
+    "metricfit.backend.read_trial_list",
     "metricfit.backend.fit_gaussian", "metricfit.backend.gaussian_claims",
     "metricfit.backend.gaussian_log_density",
     "metricfit.backend.score_trials", "metricfit.backend.write_scores",
@@ -109,6 +121,8 @@ PUBLIC_NAMES = frozenset({
     "metricfit.datasets.load_labelled_npz", "metricfit.datasets.load_lfw",
     "metricfit.datasets.load_lfw_view2", "metricfit.datasets.load_yale_faces",
     "metricfit.datasets.read_lfw_pairs", "metricfit.datasets.read_lfw_people",
+    "metricfit.datasets.load_embeddings", "metricfit.datasets.read_id_map",
+    "metricfit.datasets.read_pairs_over_ids",
     # metricfit.experiments
     "metricfit.experiments.applications", "metricfit.experiments.verification",
     # metricfit.experiments.applications
@@ -238,6 +252,17 @@ PUBLIC_NAMES = frozenset({
     "metricfit.pairs.unrestricted_pairs",
     # metricfit.whitening
     "metricfit.whitening.WCCN", "metricfit.whitening.WPCA",
+    # issue 26 (i26-catalogue): ITML, MMC, SDML, LSML, SCML and their supervised forms
+    "metricfit.ITML", "metricfit.learners.ITML",
+    "metricfit.ITML_Supervised", "metricfit.learners.ITML_Supervised",
+    "metricfit.MMC", "metricfit.learners.MMC",
+    "metricfit.MMC_Supervised", "metricfit.learners.MMC_Supervised",
+    "metricfit.SDML", "metricfit.learners.SDML",
+    "metricfit.SDML_Supervised", "metricfit.learners.SDML_Supervised",
+    "metricfit.LSML", "metricfit.learners.LSML",
+    "metricfit.LSML_Supervised", "metricfit.learners.LSML_Supervised",
+    "metricfit.SCML", "metricfit.learners.SCML",
+    "metricfit.SCML_Supervised", "metricfit.learners.SCML_Supervised",
 })
 
 # Renamed public names: still importable, with a FutureWarning naming the removal version.

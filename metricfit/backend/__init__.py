@@ -9,13 +9,20 @@ from .enrolment import score_sets
 from .gaussian import fit_gaussian, gaussian_claims, gaussian_log_density
 from .lda import LDA, LengthNormalizer
 from .score_norm import ScoreNormalizer, normalize_scores
-from .trials import read_scores, read_trials, score_trials, write_scores, write_trials
+from .trials import (
+                     read_scores,
+                     read_trial_list,
+                     read_trials,
+                     score_trials,
+                     write_scores,
+                     write_trials,
+)
 
 __all__ = [
     "LDA", "LengthNormalizer", "LinearCalibration", "PAVCalibration", "CalibratedScorer",
     "ScoreNormalizer", "normalize_scores", "score_sets", "read_trials", "write_trials",
     "read_scores", "write_scores", "score_trials", "fit_gaussian", "gaussian_log_density",
-    "gaussian_claims",
+    "gaussian_claims", "read_trial_list",
 ]
 
 __getattr__ = deprecated_aliases(__name__, {"normalise_scores": ("normalize_scores",

@@ -28,11 +28,15 @@ M-step (Kaldi ``GetStatsFromClassMeans`` / ``EstimateFromStats``)::
     B <- (1 / n_classes) sum_c (C_n + w_c w_c^T)
     W <- (1 / N) [S_off + sum_c n_c (C_n + (m_c - w_c)(m_c - w_c)^T)]
 
-We run it in the basis T that diagonalises both covariances (``T W T^T = I``,
-``T B T^T = diag(psi)``; one d x d generalised eigenproblem, O(d^3)): there ``C_n =
-diag(psi / (1 + n psi))`` is elementwise for every n, and the two sums of outer products
-are two (n_classes, d) GEMMs. The cost per iteration is O(n_classes d^2 + d^3); the data
-enter once through S_off and the class means (O(n d^2)). No n x n array is formed.
+The posterior depends on a class only through its count and mean. Classes that share a count
+with at least d others are batched (:mod:`.plda_em`): their means enter only through the
+scatter ``M_n = sum m_c m_c^T`` of the group (one GEMM before EM), and an iteration costs a
+few d x d products per distinct count (two LU factorisations, four GEMMs), independent of
+the number of classes. The remaining classes (rare counts) are run in the basis T that
+diagonalises both covariances (``T W T^T = I``, ``T B T^T = diag(psi)``; one d x d
+generalised eigenproblem): there ``C_n = diag(psi / (1 + n psi))`` is elementwise for every
+n, and the two sums of outer products are two (n_rest, d) GEMMs. The data enter once
+through S_off and the class means (O(n d^2), :mod:`.class_stats`). No n x n array is formed.
 Initialisation and iteration count are Kaldi's: ``W = B = I`` and 10 iterations
 (``PldaEstimationConfig::num_em_iters``). The mean mu is the mean of the class means
 (Kaldi ``GetOutput``), held fixed.
@@ -75,78 +79,22 @@ one home of the LLR, as Kaldi's ``Plda`` object.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, sparse
+from scipy import linalg
 
-__all__ = ["class_statistics", "fit_two_covariance", "fit_simplified", "log_likelihood",
-           "plda_basis", "llr", "PLDAScorer", "plda_scorer", "KALDI_N_ITER"]
+from ..parallel import blas_threads
+from .class_stats import class_means, class_statistics, offset_scatter
+from .plda_em import EMGroups, group_by_count, grouped_terms, within_log_likelihood
+
+__all__ = ["class_statistics", "class_means", "offset_scatter", "fit_two_covariance",
+           "fit_simplified", "log_likelihood", "plda_basis", "llr", "PLDAScorer", "plda_scorer",
+           "KALDI_N_ITER"]
 
 #: Kaldi's default number of EM iterations (``PldaEstimationConfig::num_em_iters``).
 KALDI_N_ITER = 10
 LOG_2PI = np.log(2 * np.pi)
-BLOCK_ROWS = 65536
-
-
-def class_statistics(X, codes, n_classes=None):
-    """Counts (C,), centred class means (C, d), the mean mu (d,) and the offset scatter
-    ``S_off`` (d, d) of points X (n, d) with class codes in 0..C-1.
-
-    mu is the unweighted mean of the class means (Kaldi). Means and scatter are accumulated
-    in float64; the scatter is one GEMM of the offsets in X's dtype.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from metricfit.backend.plda import class_statistics
-    >>> X = np.array([[0.0, 0.0], [2.0, 0.0], [10.0, 4.0], [12.0, 4.0]])
-    >>> counts, means, mu, scatter = class_statistics(X, np.array([0, 0, 1, 1]))
-    >>> counts, mu
-    (array([2., 2.]), array([6., 2.]))
-    >>> means
-    array([[-5., -2.],
-           [ 5.,  2.]])
-    >>> scatter
-    array([[4., 0.],
-           [0., 0.]])
-    """
-    counts, means = class_means(X, codes, n_classes)
-    scatter = offset_scatter(X, codes, means)
-    mu = means.mean(axis=0)
-    return counts, means - mu, mu, scatter
-
-
-def class_means(X, codes, n_classes=None):
-    """Counts (C,) and class means (C, d), both float64, of points X (n, d) with class codes
-    in 0..C-1: the sums by one sparse one-hot product in X's dtype. The one home of the class
-    statistics of PLDA (:func:`class_statistics`) and :class:`~metricfit.backend.LDA`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from metricfit.backend.plda import class_means
-    >>> counts, means = class_means(np.array([[0.0, 1.0], [2.0, 3.0], [5.0, 5.0]]),
-    ...                             np.array([0, 0, 1]))
-    >>> counts.tolist(), means.tolist()
-    ([2.0, 1.0], [[1.0, 2.0], [5.0, 5.0]])
-    """
-    n = X.shape[0]
-    C = int(codes.max()) + 1 if n_classes is None else n_classes
-    onehot = sparse.csr_array((np.ones(n, dtype=X.dtype), (codes, np.arange(n))), shape=(C, n))
-    counts = np.bincount(codes, minlength=C).astype(np.float64)
-    sums = np.asarray(onehot @ X, dtype=np.float64)  # (C, d)
-    return counts, sums / counts[:, None]
-
-
-def offset_scatter(X, codes, means):
-    """The within-class scatter ``sum_i (x_i - m_c(i))(x_i - m_c(i))^T`` (d, d), float64, a
-    block of rows at a time (one GEMM of the offsets in X's dtype per block)."""
-    d = X.shape[1]
-    means_x = means.astype(X.dtype)
-    scatter = np.zeros((d, d))
-    for start in range(0, X.shape[0], BLOCK_ROWS):
-        rows = slice(start, start + BLOCK_ROWS)
-        offsets = X[rows] - means_x[codes[rows]]
-        scatter += offsets.T @ offsets
-    return scatter
+#: Eigenproblems up to this size run on one BLAS thread: their tridiagonal reduction is a
+#: sequence of small BLAS-2 calls for which OpenBLAS's threads cost more than they give.
+SMALL_LAPACK = 1024
 
 
 def plda_basis(B, W):
@@ -165,7 +113,8 @@ def plda_basis(B, W):
     >>> np.round(psi, 3)
     array([4.22 , 3.606])
     """
-    psi, vecs = linalg.eigh(B, W)  # vecs^T W vecs = I, vecs^T B vecs = diag(psi)
+    with blas_threads(1 if B.shape[0] <= SMALL_LAPACK else None):  # see SMALL_LAPACK
+        psi, vecs = linalg.eigh(B, W)  # vecs^T W vecs = I, vecs^T B vecs = diag(psi)
     order = np.argsort(psi)[::-1]
     return vecs[:, order].T, np.maximum(psi[order], 0.0)
 
@@ -190,20 +139,44 @@ def log_likelihood(B, W, counts, means, scatter):
     >>> round(true), round(unit)
     (-9442, -10705)
     """
-    T, psi = plda_basis(B, W)
-    return _log_likelihood_in_basis(T, psi, means @ T.T, counts, scatter)
+    return _em_pass(B, W, *_em_statistics(counts, means, scatter), terms=False)[2]
 
 
-def _log_likelihood_in_basis(T, psi, U, counts, scatter):
-    """Eq. (2) from the basis of (B, W) and the class means in it, ``U = means T^T``:
-    ``W^-1 = T^T T``, ``T (B + W/n) T^T = diag(psi + 1/n)``."""
-    d, C, N = T.shape[0], counts.size, counts.sum()
-    logdet_W = -2 * np.linalg.slogdet(T)[1]
-    part1 = -0.5 * ((N - C) * (logdet_W + d * LOG_2PI) + np.sum((T @ scatter) * T))
-    var = psi[None, :] + 1.0 / counts[:, None]  # (C, d): diag of T (B + W/n) T^T
-    part2 = -0.5 * np.sum(np.log(var).sum(axis=1) + logdet_W + d * LOG_2PI
-                          + np.sum(U * U / var, axis=1))
-    return float(part1 + part2)
+def _em_statistics(counts, means, scatter, min_group=None):
+    """The batched groups (:mod:`.plda_em`: counts shared by at least ``min_group`` classes,
+    None: d) and the counts and means of the other classes, taken one by one in the basis."""
+    d = means.shape[1]
+    groups, rest = group_by_count(counts, means, d if min_group is None else min_group)
+    stats = EMGroups(groups, float(counts.sum()), counts.size, scatter, np.eye(d))
+    return stats, counts[rest], means[rest]
+
+
+def _em_pass(B, W, stats, rest_counts, rest_means, terms=True, likelihood=True):
+    """The M-step sums ``(between, within)`` over every class (None with ``terms=False``) and
+    eq. (2) at (B, W) (None with ``likelihood=False``): batched groups by :mod:`.plda_em`,
+    the other classes one by one in the diagonalising basis of (B, W), where ``C_n =
+    diag(psi / (1 + n psi))`` is elementwise and the sums of outer products are two GEMMs."""
+    between, within, ll = grouped_terms(np, B, W, stats, terms)
+    if rest_counts.size:
+        T, psi = plda_basis(B, W)
+        U = rest_means @ T.T  # (c, d) class means in the basis
+        n = rest_counts[:, None]
+        var = psi[None, :] + 1.0 / n  # diag of T (B + W/n) T^T
+        logdet_W = -2 * np.linalg.slogdet(T)[1]
+        ll += -0.5 * np.sum(np.log(var).sum(axis=1) + logdet_W + T.shape[0] * LOG_2PI
+                            + np.sum(U * U / var, axis=1))
+        if terms:
+            Tinv = np.linalg.inv(T)
+            mixed = psi[None, :] / (1.0 + n * psi[None, :])  # diag C_n
+            Wm = mixed * n * U  # posterior means of the centres
+            R = U - Wm
+            b = Tinv @ (np.diag(mixed.sum(axis=0)) + Wm.T @ Wm) @ Tinv.T
+            w = Tinv @ (np.diag(rest_counts @ mixed) + (R * n).T @ R) @ Tinv.T
+            between = b if between is None else between + b
+            within = w if within is None else within + w
+    if likelihood:
+        ll += within_log_likelihood(np, W, stats)
+    return between, within, float(ll) if likelihood else None
 
 
 def _symmetric(S):
@@ -218,7 +191,8 @@ def _check_n_classes(counts, d):
                          "covariance is estimated from them): every identity has one sample.")
 
 
-def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=None):
+def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=None,
+                       min_group=None):
     """EM for the two-covariance model (Kaldi's estimator, in the diagonalising basis).
 
     Parameters
@@ -228,7 +202,11 @@ def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=Non
     callback : callable(iteration, B, W, log_likelihood) or None
         Called with the parameters after initialisation (iteration 0) and after every
         iteration, and their eq. (2) log-likelihood. The iteration's own basis gives it for
-        free, except after the last iteration (one more class-mean projection).
+        free, except after the last iteration (one more pass without the M-step sums).
+    min_group : int or None, default=None
+        Classes sharing a count with at least this many others (None: d) are batched
+        (:mod:`.plda_em`, a few d x d products per count); the others are taken one by one
+        in the diagonalising basis. Either way the same EM, to rounding.
 
     Returns
     -------
@@ -256,22 +234,15 @@ def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=Non
     d = means.shape[1]
     _check_n_classes(counts, d)
     B, W = np.eye(d), np.eye(d)  # Kaldi InitParameters: SetUnit()
-    N, C = counts.sum(), counts.size
+    em = _em_statistics(counts, means, scatter, min_group)
     for it in range(1, n_iter + 1):
-        T, psi = plda_basis(B, W)
-        Tinv = np.linalg.inv(T)
-        U = means @ T.T  # (C, d) class means in the basis
+        between, within, ll = _em_pass(B, W, *em, likelihood=callback is not None)
         if callback:
-            callback(it - 1, B, W, _log_likelihood_in_basis(T, psi, U, counts, scatter))
-        mixed = psi[None, :] / (1.0 + counts[:, None] * psi[None, :])  # (C, d): diag C_n
-        Wm = mixed * counts[:, None] * U  # posterior means of the centres
-        R = U - Wm
-        between = np.diag(mixed.sum(axis=0)) + Wm.T @ Wm  # GEMM 1
-        within = np.diag(counts @ mixed) + (R * counts[:, None]).T @ R  # GEMM 2
-        B = _symmetric(Tinv @ between @ Tinv.T) / C
-        W = _symmetric(scatter + Tinv @ within @ Tinv.T) / N
+            callback(it - 1, B, W, ll)
+        B = _symmetric(between) / em[0].C
+        W = _symmetric(scatter + within) / em[0].N
     if callback:
-        callback(n_iter, B, W, log_likelihood(B, W, counts, means, scatter))
+        callback(n_iter, B, W, _em_pass(B, W, *em, terms=False)[2])
     return B, W
 
 
@@ -304,8 +275,9 @@ def fit_simplified(counts, means, scatter, n_components, n_iter=KALDI_N_ITER, ca
     V = vecs[:, ::-1][:, :q] * np.sqrt(np.maximum(lam[::-1][:q], 1e-12))
     W = np.eye(d)
     sizes, size_of = np.unique(counts, return_inverse=True)
+    em = _em_statistics(counts, means, scatter) if callback else None
     if callback:
-        callback(0, V @ V.T, W, log_likelihood(V @ V.T, W, counts, means, scatter))
+        callback(0, V @ V.T, W, _em_pass(V @ V.T, W, *em, terms=False)[2])
     for it in range(1, n_iter + 1):
         PV = linalg.solve(W, V, assume_a="pos")  # (d, q) = W^-1 V
         A = V.T @ PV  # (q, q)
@@ -322,7 +294,7 @@ def fit_simplified(counts, means, scatter, n_components, n_iter=KALDI_N_ITER, ca
         V = linalg.solve(R, Gs.T, assume_a="pos").T
         W = _symmetric(total - V @ Gs.T) / N
         if callback:
-            callback(it, V @ V.T, W, log_likelihood(V @ V.T, W, counts, means, scatter))
+            callback(it, V @ V.T, W, _em_pass(V @ V.T, W, *em, terms=False)[2])
     return V @ V.T, W, V
 
 

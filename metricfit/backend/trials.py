@@ -20,7 +20,8 @@ from .._files import text_lines
 from ..pairs import check_pair_labels
 from .enrolment import score_sets
 
-__all__ = ["read_trials", "write_trials", "read_scores", "write_scores", "score_trials"]
+__all__ = ["read_trials", "read_trial_list", "write_trials", "read_scores", "write_scores",
+           "score_trials"]
 
 _TARGET = {"target": 1, "1": 1, "tgt": 1, "nontarget": -1, "0": -1, "non": -1, "impostor": -1}
 
@@ -61,6 +62,51 @@ def read_trials(path):
     if not y:
         raise ValueError(f"{path} holds no trials.")
     return np.array(enrol), np.array(test), np.array(y, dtype=np.int8)
+
+
+def read_trial_list(path):
+    """``(enrol_ids, test_ids, y)`` of a trial list to score: ``enrol test`` lines (a key
+    without labels; ``y`` is then None) or ``enrol test target|nontarget`` lines (as
+    :func:`read_trials`); one form for the whole file.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the line: not 2 or 3 fields, a line of the other form than the
+        first trial's, or an unknown label; an empty list.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from metricfit.backend import read_trial_list
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "trials.txt")
+    ...     with open(path, "w") as f:
+    ...         _ = f.write("spk1 utt1\\nspk2 utt1\\n")
+    ...     enrol, test, y = read_trial_list(path)
+    >>> enrol.tolist(), test.tolist(), y
+    (['spk1', 'spk2'], ['utt1', 'utt1'], None)
+    """
+    enrol, test, y, first = [], [], [], None
+    for number, fields in _lines(path, "a trial list ('enrol test [target|nontarget]' lines)"):
+        if first is None and len(fields) in (2, 3):
+            first = (number, len(fields))
+        if first is None or len(fields) != first[1]:
+            form = "'enrol test'" if first and first[1] == 2 else \
+                "'enrol test target|nontarget'" if first else "'enrol test [target|nontarget]'"
+            where = f" as on line {first[0]}" if first else ""
+            raise ValueError(f"{path}, line {number}: expected {form}{where}, got "
+                             f"{' '.join(fields)!r}.")
+        if len(fields) == 3:
+            if fields[2].lower() not in _TARGET:
+                raise ValueError(f"{path}, line {number}: unknown trial label {fields[2]!r}; "
+                                 f"expected one of {sorted(_TARGET)} (any case).")
+            y.append(_TARGET[fields[2].lower()])
+        enrol.append(fields[0])
+        test.append(fields[1])
+    if not enrol:
+        raise ValueError(f"{path} holds no trials.")
+    return np.array(enrol), np.array(test), np.array(y, dtype=np.int8) if y else None
 
 
 def _check_ids(ids, what):

@@ -33,6 +33,16 @@ on the validation fold; no ``--snorm``. ``--experiments 0,1,2``: only those expe
 the fold rotation (not digits). ``--plot OUT.png`` (matplotlib:
 ``pip install metricfit[plot]``): ROC and FA/FR curves, averaged over the experiments.
 
+``metricfit score``: a back-end fitted on your labelled embeddings (``--train``: ``.npy`` +
+ids, ``.npz`` or a text table) scores a trial list (``--trials``, ``enrol test`` lines) with
+models enrolled from ``--enrol`` (N-vs-M) and segments of ``--test``; ``--norm s-norm|as-norm
+--cohort``, ``--calibrate DEV_TRIALS --prior P`` (LLRs out). ``metricfit evaluate``: EER,
+minDCF / actDCF at P_target 0.01, 0.001 and ``--prior`` (with the trial counts, the step of
+one error and an interval), Cllr, minCllr, FNMR at FMR, ``--det``, strict ``--json``. A
+``--data PATH.npz`` of verify takes your pairs and folds (``--pairs PAIRS.txt`` LFW style, or
+``pairs`` / ``pair_labels`` / ``pair_folds`` arrays), ``--wpca none|N``, ``--baseline
+raw|wpca`` and ``--prior``; see ``docs/user_guide/embeddings.rst``.
+
 ``metricfit bench``: one cost-and-gradient call of the prepared TSML / CSML / DDML objectives
 against the two-GEMM bound (numpy only); with torch, LDML and JSON: ``benchmarks/
 bench_gradients.py`` in the source repository.
@@ -41,13 +51,14 @@ bench_gradients.py`` in the source repository.
 import os
 import sys
 
-from . import bench, fuse, verify
+from . import bench, evaluate, fuse, score, verify
 from ._args import FEATURES, _parser  # noqa: F401  (docs/_apigen.py and the tests read _parser)
 from ._output import strict_json  # noqa: F401
 from .verify import _extractor, _features  # noqa: F401
 
 __all__ = ["main"]
-_COMMANDS = {"verify": verify.run, "fuse": fuse.run, "bench": bench.run}
+_COMMANDS = {"verify": verify.run, "fuse": fuse.run, "bench": bench.run, "score": score.run,
+             "evaluate": evaluate.run}
 
 
 def main(argv=None):

@@ -151,6 +151,139 @@ def _data(text):
     return _input_file(text)
 
 
+def _prior(text):
+    """A target prior: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a prior in (0, 1), got {text!r}")
+    return value
+
+
+def _prior_list(text):
+    """Comma-separated priors in (0, 1)."""
+    return _comma_list(text, _prior, "priors in (0, 1)")
+
+
+def _wpca(text):
+    """--wpca: 'none' (no WPCA) or a dimension (a positive integer)."""
+    if text.strip().lower() == "none":
+        return "none"
+    try:
+        return _positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected 'none' or a WPCA dimension >= 1, got "
+                                         f"{text!r}") from None
+
+
+def _lam_value(text):
+    return _lam(text)
+
+
+def _pair_source(text):
+    """verify --pairs: a count of unrestricted training pairs, or an LFW-style pairs file."""
+    if text.strip().lstrip("+-").isdigit():
+        return _positive_int(text)
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"expected a positive integer (training pairs) or an "
+                                         f"LFW-style pairs file, got {text!r} (no such file)")
+    return str(path)
+
+
+def _score_method(text):
+    """--method of `metricfit score`: cosine or a vector method of `verify`."""
+    name = text.strip()
+    if name == "cosine":
+        return name
+    try:
+        (name,) = verification.resolve_methods([name])
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).replace("unknown method(s)", "unknown "
+                                         "method") + " (or cosine)") from None
+    if verification.takes_images(name):
+        raise argparse.ArgumentTypeError(f"{name} takes images, not embeddings")
+    return name
+
+
+def _score_parser(commands):
+    score = commands.add_parser(
+        "score", help="fit a back-end on your embeddings, score a trial list",
+        description="Fit a back-end on labelled embeddings (--train), score the trials of "
+                    "--trials ('enrol test' lines) with models enrolled from --enrol (every "
+                    "row of a label, N-vs-M) and segments of --test; write 'enrol test score' "
+                    "lines. Embeddings: .npy (+ PATH.ids, one id per line), .npz (X or "
+                    "embeddings, ids [, labels]) or a text table ('id v1 ... vd').")
+    score.add_argument("--train", required=True, type=_input_file,
+                       help="labelled training embeddings (labels in the .npz, or "
+                            "--train-labels)")
+    score.add_argument("--train-labels", type=_input_file, default=None, metavar="ID2LABEL",
+                       help="'id label' lines (Kaldi utt2spk) labelling --train")
+    score.add_argument("--method", required=True, type=_score_method,
+                       help="cosine, plda, plda-lnorm, tsml-sim, ... (the vector methods of "
+                            "verify)")
+    score.add_argument("--lam", type=_lam_value, default=None,
+                       help="lambda of a learned metric (default: the learner's default)")
+    score.add_argument("--wpca", type=_wpca, default="none", metavar="none|N",
+                       help="WPCA to N dimensions (fitted on --train) before the method; "
+                            "default none")
+    score.add_argument("--train-pairs", type=_positive_int, default=3000, metavar="N",
+                       help="pair methods: N same-identity and N different-identity training "
+                            "pairs drawn from --train (plda fits on the labels)")
+    score.add_argument("--max-iter", type=_positive_int, default=200)
+    score.add_argument("--enrol", type=_input_file, default=None,
+                       help="enrolment embeddings; a model is every row of one label (default: "
+                            "the --test embeddings, one per id)")
+    score.add_argument("--enrol-labels", type=_input_file, default=None, metavar="ID2MODEL",
+                       help="'id model' lines naming the model of each --enrol row")
+    score.add_argument("--enrol-method", default=None,
+                       choices=["plda", "mean-embedding", "mean-score", "max-score"],
+                       help="N-vs-M scoring (default: plda for PLDA, else mean-embedding)")
+    score.add_argument("--test", required=True, type=_input_file, help="test embeddings")
+    score.add_argument("--trials", required=True, type=_input_file,
+                       help="'enrol test' lines (a third column, target/nontarget, is ignored)")
+    score.add_argument("--norm", choices=["s-norm", "as-norm"], default=None,
+                       help="score normalisation with --cohort")
+    score.add_argument("--cohort", type=_input_file, default=None,
+                       help="cohort embeddings (other identities) for --norm")
+    score.add_argument("--top-n", type=_positive_int, default=200,
+                       help="as-norm: the top N cohort scores of each side (default 200)")
+    score.add_argument("--calibrate", type=_input_file, default=None, metavar="DEV_TRIALS",
+                       help="'enrol test target|nontarget' development trials: fit a linear "
+                            "calibration at --prior on their scores and write LLRs")
+    score.add_argument("--dev-enrol", type=_input_file, default=None,
+                       help="enrolment embeddings of the development trials (default --enrol)")
+    score.add_argument("--dev-enrol-labels", type=_input_file, default=None,
+                       metavar="ID2MODEL", help="'id model' lines labelling --dev-enrol")
+    score.add_argument("--dev-test", type=_input_file, default=None,
+                       help="test embeddings of the development trials (default --test)")
+    score.add_argument("--prior", type=_prior, default=0.01,
+                       help="target prior of the calibration (default 0.01, the reported "
+                            "minDCF's)")
+    score.add_argument("--llr", action="store_true",
+                       help="write calibrated LLRs (needs --calibrate, which implies it)")
+    score.add_argument("--out", required=True, type=_output_file, metavar="SCORES",
+                       help="the score file to write")
+    evaluate = commands.add_parser(
+        "evaluate", help="EER, minDCF / actDCF, Cllr, FNMR at FMR of a score file",
+        description="Evaluate 'enrol test score' lines against a key ('enrol test "
+                    "target|nontarget'): EER, minDCF and actDCF at P_target 0.01, 0.001 and "
+                    "--prior (with the trial counts and an interval), Cllr, minCllr, FNMR at "
+                    "FMR 1e-2 / 1e-3.")
+    evaluate.add_argument("--scores", required=True, type=_input_file)
+    evaluate.add_argument("--trials", required=True, type=_input_file, metavar="KEY")
+    evaluate.add_argument("--prior", type=_prior_list, default=None, metavar="P[,P...]",
+                          help="more target priors to report DCFs at")
+    evaluate.add_argument("--det", type=_output_file, default=None, metavar="DET.png",
+                          help="DET plot (matplotlib)")
+    evaluate.add_argument("--json", nargs="?", const="-", default=None, type=_output_file,
+                          metavar="OUT",
+                          help="strict JSON (null + a reason where undefined): to OUT, or "
+                               "instead of the table on stdout without OUT")
+
+
 def _parser():
     parser = _Parser(prog="metricfit", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -178,8 +311,20 @@ def _parser():
                              "variants")
     verify.add_argument("--setting", choices=["restricted", "unrestricted"], default=None,
                         help="lfw, att, yale, npz: fixed or drawn training pairs")
-    verify.add_argument("--pairs", type=_positive_int, default=3000,
-                        help="unrestricted training pairs")
+    verify.add_argument("--pairs", type=_pair_source, default=3000, metavar="N|PAIRS.txt",
+                        help="unrestricted: N training pairs; PATH.npz: an LFW-style pairs "
+                             "file of your own (its folds rotate; names are ids name_NNNN or "
+                             "the n-th row of a label)")
+    verify.add_argument("--wpca", type=_wpca, default=None, metavar="none|N",
+                        help="WPCA before the methods: none, or its dimension (same as "
+                             "--n-components)")
+    verify.add_argument("--baseline", choices=["raw", "wpca"], default=None,
+                        help="the baseline row: cosine of the raw feature vectors or after "
+                             "WPCA like the other methods (default: raw for PATH.npz, your "
+                             "embeddings; wpca for the bundled sets, as in the seeds' tables)")
+    verify.add_argument("--prior", type=_prior, default=0.01,
+                        help="target prior of the reported minDCF / actDCF and of --calibrate "
+                             "(default 0.01)")
     verify.add_argument("--experiments", type=_experiment_list, default=None, metavar="E,E,...",
                         help="lfw, att, yale, npz: run only these experiments of the fold "
                              "rotation (numbered from 0; lfw: 0 to 9); default all")
@@ -218,11 +363,13 @@ def _parser():
                         help="save validation and test scores for `metricfit fuse`")
     verify.add_argument("--quiet", action="store_true", help="no progress bar")
     verify.add_argument("--calibrate", action="store_true",
-                        help="report Cllr and actDCF(0.01) of the scores calibrated on each "
-                             "validation fold (linear, BOSARIS) instead of the raw Cllr")
+                        help="report Cllr and actDCF(--prior) of the scores calibrated at "
+                             "--prior on each validation fold (linear, BOSARIS) instead of the "
+                             "raw Cllr")
     verify.add_argument("--snorm", type=_positive_int, default=None, metavar="COHORT",
                         help="add METHOD+snorm rows: s-norm with a cohort of COHORT training "
                              "images")
+    _score_parser(commands)
     fuse = commands.add_parser("fuse", help="fuse the saved scores of several verify runs")
     fuse.add_argument("files", nargs="+", metavar="SCORES.npz", type=_input_file,
                       help="written by `metricfit verify --scores` on one protocol")

@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.utils import Bunch
 
 from .. import datasets
-from ..experiments import verification
+from ..experiments import selection, verification
 from ..pairs.splits import labelled_folds, unrestricted_train_pairs
 from ._output import _write_json
 from ._plot import _plot
@@ -31,9 +31,37 @@ def _load(args):
         raise ValueError(f"unknown data set {name!r}; choose digits, att, lfw, yale or PATH.npz.")
     data = getattr(datasets, f"load_{name}_faces")(args.data_home) if name in ("att", "yale") \
         else datasets.load_labelled_npz(name)
+    own = _own_pairs(args, data)
+    if own is not None:
+        pairs, y, pair_fold, source = own
+        return Bunch(images=data.images, labels=data.labels, pairs=pairs, y=y,
+                     pair_fold=pair_fold, image_fold=None, source=source)
     pairs, y, pair_fold, image_fold = labelled_folds(data.labels)
     return Bunch(images=data.images, labels=data.labels, pairs=pairs, y=y, pair_fold=pair_fold,
-                 image_fold=image_fold)
+                 image_fold=image_fold, source=None)
+
+
+def _own_pairs(args, data):
+    """The user's pairs of a labelled .npz: ``--pairs PAIRS.txt`` (LFW style) or the pair
+    arrays stored in the file, as ``(index_pairs, y, fold, source)``; None without them."""
+    if isinstance(args.pairs, str):
+        index, y, fold = datasets.read_pairs_over_ids(
+            args.pairs, data.ids if data.get("ids") is not None else [], data.labels)
+        source = f"the pairs of {Path(args.pairs).name}"
+    elif data.get("pairs") is not None:
+        (index, y, fold), source = data.pairs, f"the pairs stored in {Path(args.data).name}"
+    else:
+        return None
+    folds, counts = np.unique(fold, return_counts=True)
+    if folds.size < 3:
+        raise ValueError(f"--data {args.data}: {source} fall in {folds.size} fold(s); the "
+                         "rotation needs 3 or more (train, validation, test).")
+    for f in folds:
+        if np.unique(y[fold == f]).size < 2:
+            raise ValueError(f"--data {args.data}: fold {f} of {source} lacks same- or "
+                             "different-identity pairs.")
+    per = f"{counts[0]}" if np.all(counts == counts[0]) else f"{counts.min()} to {counts.max()}"
+    return index, y, fold, f"{source}: {folds.size} folds of {per} pairs"
 
 
 def _extractor(kind, height, width, lbp_block=10, lbp_radius=1):
@@ -78,20 +106,57 @@ def _features(images, kind, quiet, lbp_block=10, lbp_radius=1):
     return np.sqrt(out) if kind.startswith("sqrt-") else out
 
 
+def _wpca_dimension(args, vectors):
+    """``(wpca, n_components)`` of the run: --wpca none, --wpca N / --n-components N, or the
+    default (32 digits, else 100), capped at the dimension of the vectors with a note."""
+    if args.wpca == "none":
+        return False, None, "no WPCA"
+    asked = args.wpca or args.n_components
+    k = asked or (32 if args.data == "digits" else 100)
+    if k > vectors.shape[1]:
+        note = f"WPCA-{vectors.shape[1]} (the vectors' dimension; {k} asked)"
+        return True, vectors.shape[1], note
+    return True, k, f"WPCA-{k}"
+
+
+def _baseline(args):
+    """--baseline, by default raw for the user's .npz and wpca for the bundled sets."""
+    if args.baseline is not None:
+        return args.baseline
+    return "raw" if args.data.endswith(".npz") else "wpca"
+
+
 def _run(args, data, vectors, methods, lams, progress):
+    wpca, n_components, wpca_note = _wpca_dimension(args, vectors)
     config = verification.ExperimentConfig(
-        methods=methods, n_components=args.n_components or (32 if args.data == "digits"
-                                                            else 100),
+        methods=methods, n_components=n_components or 1, wpca=wpca,
+        raw_baseline=_baseline(args) == "raw", prior=args.prior,
+        start_candidates=args.data.endswith(".npz"),
         lams=lams, max_iter=args.max_iter, fusion=args.fusion, snorm=args.snorm,
         selection=dict(dims=args.dims) if args.select else None,
         cnn=dict(max_epochs=args.cnn_epochs, n_jobs=args.threads))
+    if args.select:
+        wpca_note = "WPCA chosen on validation" if wpca else "no WPCA"
+    if args.data.endswith(".npz") and any(map(selection.starts_centred, methods)):
+        wpca_note += ("; 'no learning' (the start)" + (" and 'no WPCA'" if args.select and wpca
+                                                       else "")
+                      + " among the candidates chosen on validation")
+    if "baseline" in methods:
+        raw = _baseline(args) == "raw" or not wpca
+        wpca_note += "; baseline: cosine of the raw vectors" if raw else \
+            "; baseline: cosine after WPCA"
     images = data.images if any(map(verification.takes_images, methods)) else None
     if args.data == "digits":
         experiments = verification.run_digits(vectors, data.labels, config,
                                               n_repeats=args.repeats, progress=progress,
                                               images=images)
-        return experiments, "digits: train/val/test pairs on disjoint images, shared classes"
+        return experiments, ("digits: train/val/test pairs on disjoint images, shared classes; "
+                             f"{wpca_note}")
     unrestricted = args.setting == "unrestricted"
+    if unrestricted and data.get("image_fold", 0) is None:
+        raise ValueError(f"--setting unrestricted draws pairs within identity folds; the pairs "
+                         f"of {args.data} come with their own folds: use the restricted "
+                         "setting.")
     train = (unrestricted_train_pairs(data.labels, data.image_fold, args.pairs)
              if unrestricted else None)
     experiments = verification.run_folds(vectors, data.pairs, data.y, data.pair_fold, config,
@@ -104,10 +169,14 @@ def _run(args, data, vectors, methods, lams, progress):
         f"as many at most)" if unrestricted else "training on the fixed pairs of the folds"
     if args.data == "lfw":
         return experiments, f"LFW View 2 {setting} (seed 002 III.A): {which}, 8/1/1 " \
-            "folds" + (f"; {drawn}" if unrestricted else "")
+            "folds" + (f"; {drawn}" if unrestricted else "") + f"; {wpca_note}"
+    if data.get("source"):
+        return experiments, (f"{Path(args.data).name} {setting}, {data.source}; {which}, "
+                             f"{n - 2}/1/1 folds; {wpca_note}")
     return experiments, (f"{Path(args.data).name} {setting}: {np.unique(data.labels).size} "
-                         f"identities in {n}"
-                         f" folds, {which} {n - 2}/1/1 folds; {drawn}")
+                         f"identities in {n} folds, {which} {n - 2}/1/1 folds (pairs: every "
+                         f"same-identity pair of a fold, as many different); {drawn}; "
+                         f"{wpca_note}")
 
 
 def _check_cnn_and_experiments(args, methods):
@@ -141,6 +210,19 @@ def _check_loaded(args, data, methods):
                              f"{n - 1}, got {','.join(map(str, wrong))}.")
 
 
+def _check_user_pairs(args):
+    """--wpca against --n-components, --pairs FILE against the data and setting (exit 2)."""
+    if args.wpca is not None and args.n_components is not None:
+        raise ValueError("--wpca and --n-components both set the WPCA dimension: give one.")
+    if isinstance(args.pairs, str):
+        if not args.data.endswith(".npz"):
+            raise ValueError(f"--pairs {args.pairs}: a pairs file applies to --data PATH.npz "
+                             f"(your embeddings or images), not to {args.data}.")
+        if args.setting == "unrestricted":
+            raise ValueError("--pairs PAIRS.txt gives the restricted protocol's fixed pairs; "
+                             "--setting unrestricted draws its own (give --pairs N).")
+
+
 def _check_back_end_flags(args):
     """--snorm, --lbp-block and --lbp-radius: one-line errors naming the argument (exit 2)."""
     if args.snorm is not None and args.snorm < 2:
@@ -169,6 +251,22 @@ def _lbp_variants(args):
     return [(f"{b}x{b} r{_radius_label(r)}", b, r) for b in blocks for r in radii]
 
 
+def _dcf_resolution(experiments, prior, limit=0.05):
+    """How many test pairs the minDCF of one experiment rests on, and how far one false
+    accept (weight (1 - P) / P over the non-target pairs) and one miss move it."""
+    y = np.concatenate([np.asarray(results[0].y) for results in experiments])
+    n_tar = int(np.sum(y == 1)) / len(experiments)
+    n_non = int(np.sum(y != 1)) / len(experiments)
+    step_fa, step_miss = (1 - prior) / prior / max(n_non, 1), 1 / max(n_tar, 1)
+    text = (f"minDCF({prior:g}) rests on {n_tar:g} target and {n_non:g} non-target test pairs "
+            f"per experiment: one false accept moves it by {step_fa:.3g}, one miss by "
+            f"{step_miss:.3g}")
+    if step_fa > limit:
+        text += " (warning: too few non-target pairs for this operating point)"
+    return {"n_target": n_tar, "n_nontarget": n_non, "one_false_accept": step_fa,
+            "one_miss": step_miss, "text": text}
+
+
 def run(args):
     methods = verification.resolve_methods(args.methods, args.similar_only)
     lams = args.lams
@@ -179,9 +277,10 @@ def run(args):
         raise ValueError("--fusion needs at least two methods.")
     _check_back_end_flags(args)
     _check_cnn_and_experiments(args, methods)
-    if args.select and args.n_components is not None:
-        raise ValueError("--n-components and --select exclude each other: with --select the "
-                         "WPCA dimension is chosen from --dims.")
+    if args.select and (args.n_components is not None or args.wpca not in (None, "none")):
+        raise ValueError("--n-components / --wpca N and --select exclude each other: with "
+                         "--select the WPCA dimension is chosen from --dims.")
+    _check_user_pairs(args)
     if args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -222,14 +321,16 @@ def run(args):
         for label, run_ in runs.items():
             print(f"variant {label}:")
             print(verification.format_table(verification.summarise(run_),
-                                            calibrated=args.calibrate))
+                                            calibrated=args.calibrate, prior=args.prior))
         protocol += (f"; LBP variant (cell side x radius) chosen on validation per method and "
                      f"experiment from {', '.join(runs)}")
     elif args.features in ("lbp", "sqrt-lbp"):
         protocol += f"; LBP {next(iter(runs)) or ''}".rstrip()
     print(f"{protocol}; features {args.features}; mean +- SEM over {len(experiments)}; "
           f"{seconds:.1f} s")
-    print(verification.format_table(rows, calibrated=args.calibrate))
+    print(verification.format_table(rows, calibrated=args.calibrate, prior=args.prior))
+    resolution = _dcf_resolution(experiments, args.prior)
+    print(f"metricfit: {resolution['text']}", file=sys.stderr)  # the table stays parsable
     if caught:
         print(f"metricfit: {len(caught)} warning(s) while fitting, e.g. {caught[0].message}",
               file=sys.stderr)
@@ -238,6 +339,8 @@ def run(args):
             "data": args.data, "features": args.features, "protocol": protocol,
             "setting": None if args.data == "digits" else args.setting or "restricted",
             "methods": methods, "fusion": args.fusion, "seconds": seconds,
+            "prior": args.prior, "wpca": args.wpca, "baseline": _baseline(args),
+            "dcf_resolution": {k: v for k, v in resolution.items() if k != "text"},
             "selection": {"dims": args.dims, "normalize": [False, True],
                           "lams": list(lams), "edge_decades": 1} if args.select else None,
             "summary": rows,

@@ -21,7 +21,7 @@ objective
 schedule
     :func:`learning_rate_factor`: constant, step, cosine and inverse learning-rate schedules.
 threads
-    :func:`num_threads`: the layers run their kernels on fixed chunks of a batch in threads.
+    :func:`num_threads`: the layers run their kernels on fixed work units of a batch in threads.
 augment
     seeded random shifts, scalings, rotations and mirror flips of image batches (bilinear).
 gaussian

@@ -229,12 +229,19 @@ def _spread_into(dY, Y, w, pad, Gp):  # pragma: no cover (compiled)
     """``dL/d(pre-activation)`` on the flat grid of row width w, zero-padded by ``pad`` on each
     side, written into ``Gp`` of shape (n, c, span + 2 pad) at the valid positions only (its
     wrap-around columns and pads are left as they are: zeros that the caller provides, once);
-    returns its per-map sums (the bias gradient; a vector dot product with ones,
-    :func:`._simd.dot_taps_1`, when the span holds a vector). ``Y`` is the squashed output
-    (its tanh' = 1 - Y^2 multiplies dY), or empty when the layer has no tanh."""
+    returns its per-map sums (the bias gradient, :func:`_bias_grad`). ``Y`` is the squashed
+    output (its tanh' = 1 - Y^2 multiplies dY), or empty when the layer has no tanh."""
+    _spread(dY, Y, w, pad, Gp)
+    db = np.zeros(dY.shape[1], dY.dtype)
+    _bias_grad(Gp, pad, 0, dY.shape[1], db)
+    return db
+
+
+@njit(cache=True, nogil=True)
+def _spread(dY, Y, w, pad, Gp):  # pragma: no cover (compiled)
+    """The spread of :func:`_spread_into` alone (no sums): every image and map of dY."""
     n, c_out, ho, wo = dY.shape
     span = (ho - 1) * w + wo
-    db = np.zeros(c_out, dY.dtype)
     squash = Y.size > 0
     for i in range(n):
         for o in range(c_out):
@@ -249,37 +256,57 @@ def _spread_into(dY, Y, w, pad, Gp):  # pragma: no cover (compiled)
                 else:
                     for q in range(wo):
                         row[q] = dy[q]
+
+
+@njit(cache=True, nogil=True)
+def _bias_grad(Gp, pad, o0, o1, db):  # pragma: no cover (compiled)
+    """``db[o] = sum over the images and valid positions of Gp[:, o]`` for o0 <= o < o1 (a
+    vector dot product with ones, :func:`._simd.dot_taps_1`, when the span holds a vector;
+    else per-image sums added in image order)."""
+    n, c_out, width = Gp.shape
+    span = width - 2 * pad
     if span >= VECTOR_BYTES // Gp.itemsize:
         ones, zero_offset = np.ones(span, Gp.dtype), np.zeros(1, np.int64)
-        width = Gp.shape[2]
-        for o in range(c_out):  # db[o] = sum of Ge[n, o] . ones over the images (x_step 0)
+        for o in range(o0, o1):  # db[o] = sum of Ge[n, o] . ones over the images (x_step 0)
             dot_taps_1(Gp.reshape(Gp.size), ones, o * width + pad, 0, span, zero_offset, 0, n,
                        c_out * width, 0, db[o:o + 1], 0)
     else:
+        for o in range(o0, o1):
+            db[o] = 0
         for i in range(n):
-            for o in range(c_out):
+            for o in range(o0, o1):
                 total = db[o] * 0
                 for p in range(span):
                     total += Gp[i, o, pad + p]
                 db[o] += total
-    return db
 
 
 @njit(cache=True, nogil=True)
 def _weight_grad(X3, Gp, pad, table, kh, kw, w):  # pragma: no cover (compiled)
     """``dW[o, c, u, v] = sum_n sum_p Ge[n, o, p] X3[n, c, p + u w + v]`` (Ge = the unpadded
-    part of Gp): four taps at a time in vector registers (:func:`._simd.dot_taps_4`, fixed
-    order), or :func:`_weight_grad_tiled` when the span is shorter than one vector."""
+    part of Gp), every output map: :func:`_weight_grad_maps` into a new zero array."""
+    c_out, c_in = Gp.shape[1], X3.shape[1]
+    dW = np.zeros((c_out, c_in, kh * kw), X3.dtype)
+    _weight_grad_maps(X3, Gp, pad, table, kh, kw, w, 0, c_out, dW)
+    return dW.reshape(c_out, c_in, kh, kw)
+
+
+@njit(cache=True, nogil=True)
+def _weight_grad_maps(X3, Gp, pad, table, kh, kw, w, o0, o1, dW):  # pragma: no cover
+    """The weight gradient of the output maps o0 <= o < o1 written into ``dW`` (c_out, c_in,
+    kh kw) at the connected (o, c) (the others are not touched): four taps at a time in vector
+    registers (:func:`._simd.dot_taps_4`, fixed order), or :func:`_weight_grad_tiled` when the
+    span is shorter than one vector."""
     n, c_in, hw = X3.shape
     c_out, width = Gp.shape[1], Gp.shape[2]
     span = width - 2 * pad
     if span < VECTOR_BYTES // X3.itemsize:
-        return _weight_grad_tiled(X3, Gp, pad, table, kh, kw, w)
+        _weight_grad_tiled(X3, Gp, pad, table, kh, kw, w, o0, o1, dW)
+        return
     n_taps = kh * kw
     offs = _tap_offsets(kh, kw, w)
-    dW = np.zeros((c_out, c_in, n_taps), X3.dtype)
     G_flat, X_flat = Gp.reshape(Gp.size), X3.reshape(X3.size)
-    for o in range(c_out):
+    for o in range(o0, o1):
         for c in range(c_in):
             if not table[o, c]:
                 continue
@@ -293,23 +320,20 @@ def _weight_grad(X3, Gp, pad, table, kh, kw, w):  # pragma: no cover (compiled)
                 dot_taps_1(G_flat, X_flat, o * width + pad, c * hw, span, offs, t, n,
                            c_out * width, c_in * hw, out, t)
                 t += 1
-    return dW.reshape(c_out, c_in, kh, kw)
 
 
 @njit(cache=True, nogil=True)
-def _weight_grad_tiled(X3, Gp, pad, table, kh, kw, w):  # pragma: no cover (compiled)
-    """:func:`_weight_grad` for spans under one vector: element-wise accumulation in ``buf``,
-    then one row sum per tap (module docstring). The flat positions p are taken in tiles of
-    ``TILE``, all accumulated into the same ``TILE``-wide ``buf`` (the sum runs over p anyway),
-    so ``buf`` stays in L1; four images per pass over ``buf``."""
+def _weight_grad_tiled(X3, Gp, pad, table, kh, kw, w, o0, o1, dW):  # pragma: no cover
+    """:func:`_weight_grad_maps` for spans under one vector: element-wise accumulation in
+    ``buf``, then one row sum per tap (module docstring). The flat positions p are taken in
+    tiles of ``TILE``, all accumulated into the same ``TILE``-wide ``buf`` (the sum runs over p
+    anyway), so ``buf`` stays in L1; four images per pass over ``buf``."""
     n, c_in, _ = X3.shape
-    c_out = Gp.shape[1]
     span = Gp.shape[2] - 2 * pad
     n_taps = kh * kw
     offs = _tap_offsets(kh, kw, w)
-    dW = np.zeros((c_out, c_in, kh, kw), X3.dtype)
     buf = np.empty((n_taps, TILE), X3.dtype)
-    for o in range(c_out):
+    for o in range(o0, o1):
         for c in range(c_in):
             if not table[o, c]:
                 continue
@@ -329,8 +353,7 @@ def _weight_grad_tiled(X3, Gp, pad, table, kh, kw, w):  # pragma: no cover (comp
                 total = row[0] * 0
                 for p in range(TILE):
                     total += row[p]
-                dW[o, c, t // kw, t % kw] = total
-    return dW
+                dW[o, c, t] = total
 
 
 @njit(cache=True, nogil=True)

@@ -27,6 +27,7 @@ from ._subsample_kernels import (  # noqa: F401
                             LANES,
                             subsample_backward,
                             subsample_backward_into,
+                            subsample_backward_units,
                             subsample_forward,
                             subsample_forward_into,
 )
@@ -34,6 +35,6 @@ from ._subsample_kernels import (  # noqa: F401
 __all__ = [
     "conv2d_forward", "conv2d_forward_into", "conv2d_backward", "conv2d_backward_into",
     "grid_shape", "subsample_forward", "subsample_forward_into", "subsample_backward",
-    "subsample_backward_into",
+    "subsample_backward_into", "subsample_backward_units",
     "tanh32", "squash_into", "TANH32_CLAMP",
 ]

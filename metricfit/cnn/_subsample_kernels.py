@@ -12,7 +12,7 @@ from ._squash import squash_into
 LANES = 16  # partial sums per map in the subsampling's coefficient and bias gradients
 
 __all__ = ["subsample_forward", "subsample_forward_into", "subsample_backward",
-           "subsample_backward_into"]
+           "subsample_backward_into", "subsample_backward_units"]
 
 
 def subsample_forward(X, coef, bias, sh, sw, squash=False):
@@ -145,47 +145,81 @@ def _repeat_each(values, sw, out):  # pragma: no cover (compiled)
 @njit(cache=True, nogil=True)
 def subsample_backward_into(means, coef, dY, Y, sh, sw, dX):  # pragma: no cover (compiled)
     """:func:`subsample_backward` with dL/dX written into ``dX`` (n, m, h, w); an empty Y means
-    no tanh. Returns ``(dcoef, dbias)``: per map, ``LANES`` partial sums over the chunk's
-    images (:func:`_lane_sums_add`), added up in lane order at the end. Each window's share
-    is repeated along its row (:func:`_repeat_each`), then that row copied to the window's
-    ``sh`` rows."""
+    no tanh. Returns ``(dcoef, dbias)``: per map, ``LANES`` partial sums over the batch's
+    images (:func:`_backward_map`), added up in lane order at the end."""
+    n, m = dY.shape[0], dY.shape[1]
+    dcoef = np.zeros((1, m), dY.dtype)
+    dbias = np.zeros((1, m), dY.dtype)
+    subsample_backward_units(means, coef, dY, Y, sh, sw, dX, max(n, 1), 0, m, dcoef, dbias)
+    return dcoef[0], dbias[0]
+
+
+@njit(cache=True, nogil=True)
+def subsample_backward_units(means, coef, dY, Y, sh, sw, dX, block, u0, u1, dcoef_parts,
+                             dbias_parts):  # pragma: no cover (compiled)
+    """Units ``u0 <= u < u1`` of the backward pass, unit ``u = b m + c`` being map c over the
+    image block b (images ``b block .. (b + 1) block - 1``): dX of those maps, and the block's
+    partial gradients ``dcoef_parts[b, c]``, ``dbias_parts[b, c]`` (``LANES`` lane sums over
+    the block's images, in image order, added in lane order). A caller adds the blocks' parts
+    in block order: the same sums on any number of threads."""
     n, m, ho, wo = dY.shape
-    h, w = dX.shape[2], dX.shape[3]
     size, row = ho * wo, wo * sw
-    inv = 1.0 / (sh * sw)
-    squash = Y.size > 0
-    lanes_coef = np.zeros((m, LANES), dY.dtype)
-    lanes_bias = np.zeros((m, LANES), dY.dtype)
     g = np.empty(size, dY.dtype)
     share = np.empty(size, dY.dtype)
     repeated = np.empty(ho * row, dY.dtype)
+    lanes_coef = np.empty((m, LANES), dY.dtype)
+    lanes_bias = np.empty((m, LANES), dY.dtype)
+    zero = np.zeros(1, dY.dtype)[0]
+    h, w = dX.shape[2], dX.shape[3]
+    squash = Y.size > 0
+    dY3, means3 = dY.reshape(n, m, size), means.reshape(n, m, size)
+    Y3 = Y.reshape(n, m, size) if squash else dY3
     dX3 = dX.reshape(n, m, h * w)
-    for i in range(n):
-        for c in range(m):
-            dy = dY[i, c].reshape(size)
-            if squash:
-                y = Y[i, c].reshape(size)
-                for p in range(size):
-                    g[p] = dy[p] * (1 - y[p] * y[p])
-            else:
-                g[:] = dy
-            _lane_sums_add(g, means[i, c].reshape(size), lanes_coef[c], lanes_bias[c])
-            for k in range(size):
-                share[k] = coef[c] * g[k] * inv
-            _repeat_each(share, sw, repeated)
-            dx = dX3[i, c]
-            if ho * sh < h or row < w:  # rows or columns beyond the last whole window
-                dx[:] = 0
-            for r in range(ho):
-                src = repeated[r * row:(r + 1) * row]
-                for a in range(sh):
-                    dst = dx[(r * sh + a) * w:(r * sh + a) * w + row]
-                    for j in range(row):
-                        dst[j] = src[j]
-    dcoef = np.zeros(m, dY.dtype)
-    dbias = np.zeros(m, dY.dtype)
-    for c in range(m):
-        for lane in range(LANES):
-            dcoef[c] += lanes_coef[c, lane]
-            dbias[c] += lanes_bias[c, lane]
-    return dcoef, dbias
+    u = u0
+    while u < u1:  # the units of one block at a time, image by image (as the maps lie)
+        b, c0 = u // m, u % m
+        c1 = min(m, c0 + u1 - u)
+        lanes_coef[c0:c1] = 0
+        lanes_bias[c0:c1] = 0
+        for i in range(b * block, min(n, (b + 1) * block)):
+            for c in range(c0, c1):
+                _backward_map(means3[i, c], coef[c], dY3[i, c], Y3[i, c] if squash else g,
+                              squash, sh, sw, ho, w, dX3[i, c], g, share, repeated,
+                              lanes_coef[c], lanes_bias[c])
+        for c in range(c0, c1):
+            total_coef, total_bias = zero, zero
+            for lane in range(LANES):
+                total_coef += lanes_coef[c, lane]
+                total_bias += lanes_bias[c, lane]
+            dcoef_parts[b, c], dbias_parts[b, c] = total_coef, total_bias
+        u += c1 - c0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _backward_map(mean, coef, dy, y, squash, sh, sw, ho, w, dx, g, share, repeated, lanes_coef,
+                  lanes_bias):  # pragma: no cover (compiled)
+    """One map of one image (flat 1-D maps: ``dy``, ``y``, ``mean`` of the output, ``dx`` of
+    the input, ``w`` wide): ``g = dy (1 - y^2)`` (or dy), its lane sums added to
+    ``lanes_coef`` (times the means) and ``lanes_bias`` (:func:`_lane_sums_add`), and dx: each
+    window's share ``coef g / (sh sw)`` repeated along its row (:func:`_repeat_each`), then
+    that row copied to the window's ``sh`` rows."""
+    size = dy.size
+    row = (size // ho) * sw
+    inv = 1.0 / (sh * sw)
+    if squash:
+        for p in range(size):
+            g[p] = dy[p] * (1 - y[p] * y[p])
+    else:
+        g[:] = dy
+    _lane_sums_add(g, mean, lanes_coef, lanes_bias)
+    for k in range(size):
+        share[k] = coef * g[k] * inv
+    _repeat_each(share, sw, repeated)
+    if ho * sh * w < dx.size or row < w:  # rows or columns beyond the last whole window
+        dx[:] = 0
+    for r in range(ho):
+        src = repeated[r * row:(r + 1) * row]
+        for a in range(sh):
+            dst = dx[(r * sh + a) * w:(r * sh + a) * w + row]
+            for j in range(row):
+                dst[j] = src[j]

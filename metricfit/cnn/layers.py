@@ -20,25 +20,79 @@ Back-propagation through each layer (LeCun et al. 1998, appendix; seed 000 secti
 import numpy as np
 
 from . import _kernels
+from ._conv_units import conv2d_backward_images, conv2d_weight_units, weight_unit_costs
 from ._workspace import empty, zeros
 from .activations import tanh_backward, tanh_forward
-from .threads import map_chunks
+from .threads import CHUNK, blas_single_threaded, get_num_threads, map_chunks, map_spans
 
 __all__ = ["Conv2D", "Subsample", "Dense", "Tanh", "lenet_table", "dense_forward",
            "dense_backward", "tanh_backward"]
 
 
+GEMM_SPLIT = 2 ** 22  # multiply-adds from which a dense layer's GEMMs run in fixed blocks
+BLOCK_OUT = 32  # output features per unit of the forward product and of the weight gradient
+BLOCK_IN = 144  # input features (columns) per unit of the input gradient
+
+
+def _units(size, block):
+    """The fixed blocks ``[slice, ...]`` of ``block`` items covering ``range(size)``."""
+    return [slice(a, min(a + block, size)) for a in range(0, size, block)]
+
+
 def dense_forward(X, W, b):
-    """``Y = X W^T + b`` for X (n, d_in), W (d_out, d_in), b (d_out,)."""
-    return X @ W.T + b  # (n, d_out)
+    """``Y = X W^T + b`` for X (n, d_in), W (d_out, d_in), b (d_out,).
+
+    From ``GEMM_SPLIT`` multiply-adds (C5 on a batch) the product runs as fixed units of
+    ``BLOCK_OUT`` output features, ``Y[:, J] = X W[J]^T + b[J]``, on the layer threads
+    (:func:`.threads.map_spans`; BLAS on one thread, :func:`.threads.blas_single_threaded`):
+    each entry is the dot product of one BLAS call whatever the thread count. (BLAS's own
+    threads would do, but OpenBLAS rounds float32 GEMMs differently on 1 and 2 threads.)
+    """
+    n, d_in = X.shape
+    d_out = W.shape[0]
+    if n * d_in * d_out < GEMM_SPLIT:
+        return X @ W.T + b  # (n, d_out)
+    Y = np.empty((n, d_out), np.result_type(X, W, b))
+    blocks = _units(d_out, BLOCK_OUT)
+
+    def run(u0, u1):
+        for J in blocks[u0:u1]:
+            Y[:, J] = X @ W[J].T + b[J]
+
+    with blas_single_threaded():  # (a no-op inside ConvNetwork's passes, which hold it)
+        map_spans(run, np.ones(len(blocks)))
+    return Y
 
 
 def dense_backward(X, W, dY, input_grad=True, dW=None):
     """``(dX, dW, db)`` of :func:`dense_forward`; dX is None unless ``input_grad``; dW written
-    into the (d_out, d_in) array ``dW`` when given."""
-    dW = np.matmul(dY.T, X, out=dW)  # (d_out, d_in)
+    into the (d_out, d_in) array ``dW`` when given. Large products (as in
+    :func:`dense_forward`) run as fixed units: rows ``J`` of ``dW = dY[:, J]^T X`` by
+    ``BLOCK_OUT``, columns ``K`` of ``dX = dY W[:, K]`` by ``BLOCK_IN``."""
+    n, d_in = X.shape
+    d_out = W.shape[0]
     db = dY.sum(axis=0)  # (d_out,)
-    return (dY @ W if input_grad else None), dW, db
+    if n * d_in * d_out < GEMM_SPLIT:
+        dW = np.matmul(dY.T, X, out=dW)  # (d_out, d_in)
+        return (dY @ W if input_grad else None), dW, db
+    if dW is None:
+        dW = np.empty((d_out, d_in), np.result_type(dY, X))
+    dX = np.empty((n, d_in), np.result_type(dY, W)) if input_grad else None
+    units = [("W", J) for J in _units(d_out, BLOCK_OUT)]
+    if input_grad:
+        units += [("X", cols) for cols in _units(d_in, BLOCK_IN)]
+
+    def run(u0, u1):
+        for kind, rows in units[u0:u1]:
+            if kind == "W":
+                np.matmul(dY[:, rows].T, X, out=dW[rows])
+            else:
+                dX[:, rows] = dY @ W[:, rows]
+
+    costs = [(r.stop - r.start) * (d_in if k == "W" else d_out) for k, r in units]
+    with blas_single_threaded():
+        map_spans(run, costs)
+    return dX, dW, db
 
 
 def lenet_table(n_in, n_out):
@@ -160,24 +214,62 @@ class Conv2D:
         return {"W": W * self.table[:, :, None, None], "b": np.zeros(self.n_out)}
 
     def forward(self, params, X, workspace=None):
+        Y, cache, run = self.forward_units(params, X, workspace)
+        map_spans(run, np.ones(X.shape[0]))  # one unit per image
+        return Y, cache
+
+    def forward_units(self, params, X, workspace=None):
+        """``(Y, cache, run)``: the output array (not yet written), the cache for
+        :meth:`backward` and ``run(i0, i1)``, which writes ``Y[i0:i1]`` from ``X[i0:i1]`` alone
+        (one unit per image; a caller may chain the next per-image layer on the same span)."""
         W, b, table = _as(params["W"], X), _as(params["b"], X), self._table_u8
         Y = empty(workspace, id(self), "Y",
                   (X.shape[0],) + self.output_shape(X.shape[1:]), X.dtype)
-        map_chunks(lambda rows: _kernels.conv2d_forward_into(X[rows], W, b, table, Y[rows],
-                                                             self.squash), X.shape[0])
-        return Y, (X, Y if self.squash else _NONE[X.dtype.char])
+
+        def run(i0, i1):
+            _kernels.conv2d_forward_into(X[i0:i1], W, b, table, Y[i0:i1], self.squash)
+
+        return Y, (X, Y if self.squash else _NONE[X.dtype.char]), run
 
     def backward(self, params, cache, dY, input_grad=True, workspace=None):
+        """Two passes of fixed units (:mod:`._conv_units`): per image, the spread of dY into
+        the padded grid and the input gradient; then per (block of ``CHUNK`` images, output
+        map), the partial weight and bias gradients, added over the blocks in block order."""
         X, Y = cache
         W, table = _as(params["W"], X), self._table_u8
+        n, _, _, w = X.shape
+        kh, kw = self.kernel
         dX = empty(workspace, id(self), "dX", X.shape if input_grad else (0, 0, 0, 0), X.dtype)
         Gp = zeros(workspace, id(self), "Gp", _kernels.grid_shape(X.shape, W.shape, input_grad),
                    X.dtype)  # zeros outside the positions the kernel writes
-        parts = map_chunks(lambda rows: _kernels.conv2d_backward_into(
-            X[rows], W, table, dY[rows], Y[rows] if Y.size else Y,
-            dX[rows] if input_grad else dX, Gp[rows]), X.shape[0])
-        dW, db = (_sum_in_order([p[k] for p in parts]) for k in (0, 1))
-        return (dX if input_grad else None), {"W": dW, "b": db}
+        pad = (kh - 1) * w + kw - 1 if input_grad else 0
+        n_blocks, c_out = -(-n // CHUNK), self.n_out
+        # partial sums per block: every connected entry is stored by its unit, the others stay
+        # the zeros they were made with (so a workspace's arrays need no zero fill)
+        dW = zeros(workspace, id(self), "dW", (n_blocks, c_out, self.n_in, kh * kw), X.dtype)
+        db = empty(workspace, id(self), "db", (n_blocks, c_out), X.dtype)
+
+        def images(i0, i1):
+            conv2d_backward_images(dY, Y, W, table, w, pad, Gp, dX, i0, i1)
+
+        def weights(u0, u1):
+            conv2d_weight_units(X, Gp, pad, table, kh, kw, CHUNK, u0, u1, dW, db)
+
+        threads = get_num_threads()
+        if threads == 1 or n_blocks % threads == 0 or n_blocks >= 4 * threads:
+            # few threads: whole blocks per thread, each block's two passes back to back
+            # (its grid still in cache); the same units, so the same numbers
+            def blocks(b0, b1):
+                for b in range(b0, b1):
+                    images(b * CHUNK, min(n, (b + 1) * CHUNK))
+                    weights(b * c_out, (b + 1) * c_out)
+
+            map_spans(blocks, np.ones(n_blocks))
+        else:
+            map_spans(images, np.ones(n))
+            map_spans(weights, weight_unit_costs(n, self.table, CHUNK))
+        dW = _sum_in_order(list(dW)).reshape(W.shape)
+        return (dX if input_grad else None), {"W": dW, "b": _sum_in_order(list(db))}
 
 
 class Subsample:
@@ -215,23 +307,37 @@ class Subsample:
         return {"coef": np.ones(self.n_maps), "bias": np.zeros(self.n_maps)}
 
     def forward(self, params, X, workspace=None):
+        Y, cache, run = self.forward_units(params, X, workspace)
+        map_spans(run, np.ones(X.shape[0]))  # one unit per image
+        return Y, cache
+
+    def forward_units(self, params, X, workspace=None):
+        """``(Y, cache, run)`` as :meth:`Conv2D.forward_units`."""
         coef, bias = _as(params["coef"], X), _as(params["bias"], X)
         shape = (X.shape[0],) + self.output_shape(X.shape[1:])
         Y = empty(workspace, id(self), "Y", shape, X.dtype)
         means = empty(workspace, id(self), "means", shape, X.dtype)
-        map_chunks(lambda rows: _kernels.subsample_forward_into(
-            X[rows], coef, bias, *self.window, Y[rows], means[rows], self.squash), X.shape[0])
-        return Y, (X.shape[2:], means, Y if self.squash else _NONE[X.dtype.char])
+
+        def run(i0, i1):
+            _kernels.subsample_forward_into(X[i0:i1], coef, bias, *self.window, Y[i0:i1],
+                                            means[i0:i1], self.squash)
+
+        return Y, (X.shape[2:], means, Y if self.squash else _NONE[X.dtype.char]), run
 
     def backward(self, params, cache, dY, input_grad=True, workspace=None):
+        """Units of (block of ``CHUNK`` images, map): dX and the block's partial gradients,
+        added over the blocks in block order."""
         (h, w), means, Y = cache
         coef = _as(params["coef"], dY)
+        n, m = dY.shape[:2]
         dX = empty(workspace, id(self), "dX", dY.shape[:2] + (h, w), dY.dtype)
-        parts = map_chunks(lambda rows: _kernels.subsample_backward_into(
-            means[rows], coef, dY[rows], Y[rows] if Y.size else Y, *self.window, dX[rows]),
-            dY.shape[0])
-        dcoef, dbias = (_sum_in_order([p[k] for p in parts]) for k in (0, 1))
-        return dX, {"coef": dcoef, "bias": dbias}
+        n_blocks = -(-n // CHUNK)
+        dcoef, dbias = (empty(workspace, id(self), role, (n_blocks, m), dY.dtype)
+                        for role in ("dcoef", "dbias"))  # every entry stored by its unit
+        map_spans(lambda u0, u1: _kernels.subsample_backward_units(
+            means, coef, dY, Y, *self.window, dX, CHUNK, u0, u1, dcoef, dbias),
+            np.ones(n_blocks * m))
+        return dX, {"coef": _sum_in_order(list(dcoef)), "bias": _sum_in_order(list(dbias))}
 
 
 class Dense:
@@ -278,6 +384,20 @@ class Dense:
         return (dX.reshape(shape) if input_grad else None), {"W": dW, "b": db}
 
 
+TANH_SPLIT = 2 ** 18  # values from which the Tanh layer runs in blocks of images
+
+
+def _elementwise(fn, X):
+    """``fn(rows)`` over all of X's images: in one call under ``TANH_SPLIT`` values (the
+    layers after C5 and F6: 32,000 and 6,400 values a batch, less than a thread's start-up),
+    else in fixed chunks of ``CHUNK`` images on the layer threads (element-wise: the same
+    values either way)."""
+    if X.size < TANH_SPLIT:
+        fn(slice(0, X.shape[0]))
+    else:
+        map_chunks(fn, X.shape[0])
+
+
 class Tanh:
     """Squashing ``Y = tanh(X)``, element-wise; no parameters. The passes are those of the
     ``Tanh`` and ``MLP`` mappings (:func:`.activations.tanh_forward` / ``tanh_backward``: one
@@ -312,7 +432,7 @@ class Tanh:
             block = Y[rows]
             Y[rows] = tanh_forward(block.reshape(block.shape[0], -1)).reshape(block.shape)
 
-        map_chunks(chunk, X.shape[0])
+        _elementwise(chunk, X)
         return Y, Y
 
     def backward(self, params, Y, dY, input_grad=True, workspace=None):
@@ -323,5 +443,5 @@ class Tanh:
             dX[rows] = tanh_backward(Y[rows].reshape(m, -1),
                                      dY[rows].reshape(m, -1)).reshape(dX[rows].shape)
 
-        map_chunks(chunk, dY.shape[0])
+        _elementwise(chunk, dY)
         return dX, {}

@@ -1,4 +1,4 @@
-"""Batch-parallel runs of the serial kernels: fixed chunks of images on a thread pool.
+"""Batch-parallel runs of the serial kernels: fixed work units on a thread pool.
 
 The numba kernels of :mod:`._kernels` are serial and ``nogil=True`` (and NumPy's ``tanh``
 releases the GIL), so Python threads run them side by side on slices of one batch. This keeps
@@ -9,9 +9,17 @@ OpenBLAS's idle workers spin after each GEMM and take the cores from the kernel 
 (measured, 64 pairs, 2 threads: 157-161 ms per training step with OpenBLAS on 2 threads,
 117-122 ms with it on 1).
 
-The batch is cut into chunks of ``CHUNK`` images whatever the thread count, and per-chunk
-parameter gradients are summed in chunk order: a result does not depend on how many threads
-computed it (bit for bit).
+**Work units.** A layer's work is cut into units fixed by the data's sizes alone (an image;
+an image block of ``CHUNK`` images and one output map; a block of GEMM columns), never by the
+thread count. :func:`map_spans` cuts them into a few contiguous *spans* per thread (balanced
+by the units' estimated cost), which the threads take as they come free, and the kernel loops
+over its span itself, so one batch costs a handful of Python calls per layer however fine the
+units are (a batch of 64 pairs: 128
+images, 360 weight-gradient units in C3). Each unit writes its own output slice or its own
+partial sums; partial parameter gradients are then summed over the image blocks in block order.
+Which thread computed a unit does not change its arithmetic, so a result does not depend on how
+many threads computed it (bit for bit). The older :func:`map_chunks` (fixed chunks of ``CHUNK``
+images, one task each) is kept for small element-wise passes.
 
 The thread count is :func:`get_num_threads`: the innermost :func:`num_threads` context, else
 the package setting :func:`metricfit.parallel.get_threads` (:func:`metricfit.threads`,
@@ -20,16 +28,18 @@ the package setting :func:`metricfit.parallel.get_threads` (:func:`metricfit.thr
 
 import contextlib
 import contextvars
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
 
 from ..parallel import get_threads
 
 __all__ = ["CHUNK", "get_num_threads", "num_threads", "map_chunks", "blas_single_threaded",
-           "n_threads"]
+           "n_threads", "spans", "map_spans"]
 
-CHUNK = 16  # images per task: 8 tasks for a batch of 64 pairs
+CHUNK = 16  # images per block of partial parameter gradients (and per map_chunks task)
 _THREADS = contextvars.ContextVar("metricfit_cnn_threads", default=None)
 _POOLS = {}
 _BLAS = []  # the ThreadpoolController, made on first use
@@ -62,19 +72,32 @@ def num_threads(n):
         _THREADS.reset(token)
 
 
+_BLAS_ONE = contextvars.ContextVar("metricfit_cnn_blas_one", default=False)
+
+
 @contextlib.contextmanager
 def blas_single_threaded():
     """BLAS on one thread inside the block (see above; also makes a result independent of the
-    BLAS thread count, whose GEMMs round differently on 1 and 2 threads)."""
+    BLAS thread count, whose GEMMs round differently on 1 and 2 threads). Inside another such
+    block it does nothing (a limit costs some 30 microseconds)."""
+    if _BLAS_ONE.get():
+        yield
+        return
     if not _BLAS:
         _BLAS.append(ThreadpoolController())
-    with _BLAS[0].limit(limits=1, user_api="blas"):
-        yield
+    token = _BLAS_ONE.set(True)
+    try:
+        with _BLAS[0].limit(limits=1, user_api="blas"):
+            yield
+    finally:
+        _BLAS_ONE.reset(token)
 
 
 def _pool(n):
+    """The pool of ``n`` threads (``-n``: of ``n - 1``, for :func:`map_spans`, whose calling
+    thread takes the last span)."""
     if n not in _POOLS:
-        _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="metricfit-cnn")
+        _POOLS[n] = ThreadPoolExecutor(abs(n) - (n < 0), thread_name_prefix="metricfit-cnn")
     return _POOLS[n]
 
 
@@ -86,3 +109,53 @@ def map_chunks(fn, n_images):
     if threads <= 1:
         return [fn(rows) for rows in chunks]
     return list(_pool(threads).map(fn, chunks))
+
+
+def spans(costs, n_spans):
+    """Cut units ``0..len(costs)-1`` into at most ``n_spans`` contiguous ``(start, stop)``
+    spans of about equal total cost (boundaries where the running cost passes ``k total /
+    n_spans``); empty spans are dropped. Only *who* computes a unit depends on this."""
+    n_units = len(costs)
+    n_spans = max(1, min(int(n_spans), n_units))
+    if n_spans == 1:
+        return [(0, n_units)] if n_units else []
+    running = np.cumsum(np.asarray(costs, dtype=np.float64))
+    total = running[-1]
+    if total <= 0:
+        running, total = np.arange(1.0, n_units + 1), float(n_units)
+    cuts = np.searchsorted(running, total * np.arange(1, n_spans) / n_spans, side="left") + 1
+    bounds = [0] + [int(c) for c in cuts] + [n_units]
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+
+
+GRAIN = 2  # spans per thread that map_spans hands out ...
+MIN_SPANS = 8  # ... and at least this many (a few threads: finer sharing when cores are busy)
+
+
+def map_spans(fn, costs):
+    """``fn(start, stop)`` on each of the :func:`spans` of ``costs`` (``GRAIN`` spans per
+    thread, at least ``MIN_SPANS``; one span on one thread), run by :func:`get_num_threads`
+    threads that take the next span as they come free (the calling thread among them);
+    returns the results in span order. Which thread runs a span changes nothing in it: ``fn``
+    should spend its time in ``nogil`` kernels that write each unit's own output. (Taking spans
+    as they come keeps the threads busy when other processes hold some cores; one span per
+    thread would wait for the slowest.)"""
+    threads = get_num_threads()
+    parts = spans(costs, max(GRAIN * threads, MIN_SPANS) if threads > 1 else 1)
+    if len(parts) <= 1:
+        return [fn(a, b) for a, b in parts]
+    results = [None] * len(parts)
+    order = itertools.count()  # next() is atomic under the GIL
+
+    def work():
+        for k in order:
+            if k >= len(parts):
+                return
+            results[k] = fn(*parts[k])
+
+    pool = _pool(-threads)  # threads - 1 helpers (keyed apart from map_chunks' pools)
+    futures = [pool.submit(work) for _ in range(min(threads, len(parts)) - 1)]
+    work()
+    for future in futures:
+        future.result()
+    return results

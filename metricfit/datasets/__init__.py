@@ -17,8 +17,18 @@ faces
     pairs.
 labelled
     :func:`load_labelled_npz`: a user's labelled images or vectors (``--data PATH.npz``).
+embeddings
+    A user's embeddings (:func:`load_embeddings`: ``.npy`` + ids, ``.npz``, text table), id
+    maps (:func:`read_id_map`) and LFW-style pair files over them
+    (:func:`read_pairs_over_ids`): the files of ``metricfit score``.
 """
 
+from .embeddings import (  # noqa: F401
+                    EMBEDDING_FORMATS,
+                    load_embeddings,
+                    read_id_map,
+                    read_pairs_over_ids,
+)
 from .faces import (  # noqa: F401
                     LFW_KEYS,
                     LFW_NPZ,
@@ -38,4 +48,5 @@ __all__ = [
     "LFWPairs", "get_data_home", "read_lfw_pairs", "read_lfw_people", "lfw_pairs_to_indices",
     "load_lfw", "load_att_faces", "load_yale_faces", "lfw_view2_pairs", "load_lfw_view2",
     "load_labelled_npz", "lfw_view2_splitter", "lfw_unrestricted_training_pairs",
+    "load_embeddings", "read_id_map", "read_pairs_over_ids",
 ]

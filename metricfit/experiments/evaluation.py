@@ -54,10 +54,10 @@ class Result:
     eer: float
     lam: float
     threshold: float
-    min_dcf: float = np.nan  # P_target 0.01
+    min_dcf: float = np.nan  # P_target 0.01 (or the run's prior, ExperimentConfig.prior)
     cllr_raw: float = np.nan  # of the decision values as they are
     cllr: float = np.nan  # after linear calibration on the validation fold
-    act_dcf: float = np.nan  # P_target 0.01, after the same calibration
+    act_dcf: float = np.nan  # at the same prior, calibrated at it on the validation fold
     n_components: int = None  # chosen WPCA dimension (with the selection of issue 15)
     normalize: bool = None  # L2 normalisation after WPCA chosen (same)
     choice: dict = None  # a selected fusion's choices (fuse_saved(select=True)); an image
@@ -71,15 +71,19 @@ class Result:
     val_y: np.ndarray = _extra()
 
 
-def _back_end_metrics(scores, y, val):
-    """minDCF(0.01) of the test scores; Cllr of the scores as they are (the decision values:
-    for PLDA its LLR minus ``threshold_``, a plain score for the other methods); actDCF(0.01)
-    and Cllr after linear calibration fitted on the validation scores (NaN without them)."""
-    out = {"min_dcf": min_dcf(y, scores, preset="p01")[0], "cllr_raw": cllr(y, scores),
+def _back_end_metrics(scores, y, val, prior=0.01):
+    """minDCF(``prior``) of the test scores; Cllr of the scores as they are (the decision
+    values: for PLDA its LLR minus ``threshold_``, a plain score for the other methods);
+    after linear calibration fitted on the validation scores (NaN without them): actDCF at
+    ``prior`` with the calibration fitted at that prior (the operating point reported), and
+    Cllr with the calibration fitted at 0.5 (Cllr's own, equal-weighted, cost)."""
+    out = {"min_dcf": min_dcf(y, scores, prior)[0], "cllr_raw": cllr(y, scores),
            "cllr": np.nan, "act_dcf": np.nan}
     if val is not None and np.unique(val[1]).size == 2:
-        calibrated = LinearCalibration().fit(val[0], val[1]).transform(scores)
-        out.update(cllr=cllr(y, calibrated), act_dcf=act_dcf(y, calibrated, preset="p01"))
+        at_half = LinearCalibration(prior=0.5).fit(val[0], val[1]).transform(scores)
+        at_prior = at_half if prior == 0.5 else \
+            LinearCalibration(prior=prior).fit(val[0], val[1]).transform(scores)
+        out.update(cllr=cllr(y, at_half), act_dcf=act_dcf(y, at_prior, prior))
     return out
 
 

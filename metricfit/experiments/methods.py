@@ -12,15 +12,33 @@ entry here (see ``docs/contributing.rst``).
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from sklearn.base import BaseEstimator, clone
 from sklearn.pipeline import make_pipeline
 
 from ..backend import LDA, LengthNormalizer
-from ..learners import CSML, DDML, LDML, TSML, CosineSimilarity
+from ..learners import (
+    CSML,
+    DDML,
+    ITML,
+    LDML,
+    LFDA,
+    LMNN,
+    MLKR,
+    MMC,
+    SDML,
+    TSML,
+    CosineSimilarity,
+)
 from ..learners.plda import PLDA
 from ..learners.siamese_cnn import SiameseCNN
+from ..pairs import check_pair_labels, check_pairs
 from ..whitening import WCCN
 
-__all__ = ["MethodSpec", "REGISTRY", "METHODS", "IMAGE_METHODS", "CNN_RECIPE", "ALIASES",
+__all__ = ["MethodSpec", "IdentitiesFromPairs", "REGISTRY", "METHODS", "IMAGE_METHODS",
+           "CNN_RECIPE", "ALIASES",
            "SIMILAR_ONLY", "DEFAULT_METHODS", "make_method", "resolve_methods", "has_lam",
            "takes_images"]
 
@@ -92,6 +110,76 @@ def _convnet(lam, max_iter, params):
     return SiameseCNN(**{**CNN_RECIPE, **(params or {})})
 
 
+class IdentitiesFromPairs(BaseEstimator):
+    """A learner of labelled points (LMNN, LFDA, MLKR, NCA, ...) as a pair method: ``fit``
+    takes the protocol's training pairs, gives the learner their distinct points with
+    identities, and scores pairs through the learner's pair API.
+
+    The identities are the connected components of the similar training pairs (the points
+    linked by a chain of similar pairs share one); a point in no similar pair is left out
+    (``identities_`` -1).
+    Where the pairs are drawn from labelled images (digits, ``--setting unrestricted``,
+    AT&T, a labelled ``.npz``) a component never joins two identities; it may split one
+    whose images were not chained by the drawn pairs.
+
+    Parameters
+    ----------
+    learner : estimator
+        ``fit(X, y)`` on labelled points, then ``decision_function`` / ``pair_score`` /
+        ``calibrate_threshold`` on pairs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.experiments.methods import IdentitiesFromPairs
+    >>> from metricfit.learners import LFDA
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.repeat(3 * rng.normal(size=(3, 2)), 4, axis=0) + 0.1 * rng.normal(size=(12, 2))
+    >>> pairs = X[np.array([[0, 1], [1, 2], [4, 5], [5, 6], [8, 9], [9, 10], [0, 4], [4, 8]])]
+    >>> y = np.array([1, 1, 1, 1, 1, 1, -1, -1])
+    >>> est = IdentitiesFromPairs(LFDA(k=1)).fit(pairs, y)
+    >>> np.unique(est.identities_[est.identities_ >= 0]).size
+    3
+    """
+
+    def __init__(self, learner):
+        self.learner = learner
+
+    def fit(self, pairs, y):
+        """Identities from the pairs, the learner fitted on the points, its threshold
+        calibrated on the pairs; returns self."""
+        pairs = check_pairs(pairs)
+        s = check_pair_labels(y, pairs.shape[0], require_both=True)
+        points, inverse = np.unique(pairs.reshape(-1, pairs.shape[2]), axis=0,
+                                    return_inverse=True)
+        index = inverse.reshape(-1, 2)[s == 1]
+        n = points.shape[0]
+        graph = coo_matrix((np.ones(len(index)), (index[:, 0], index[:, 1])), shape=(n, n))
+        _, identities = connected_components(graph, directed=False)
+        linked = np.zeros(n, dtype=bool)
+        linked[index.ravel()] = True  # points in no similar pair carry no identity
+        self.identities_ = np.where(linked, identities, -1)
+        self.learner_ = clone(self.learner).fit(points[linked], identities[linked])
+        self.learner_.calibrate_threshold(pairs, y)
+        return self
+
+    def decision_function(self, pairs):
+        """The learner's ``decision_function`` of the pairs."""
+        return self.learner_.decision_function(pairs)
+
+    def pair_score(self, pairs):
+        """The learner's ``pair_score`` of the pairs."""
+        return self.learner_.pair_score(pairs)
+
+    def __metricfit_tags__(self):
+        return self.learner.__metricfit_tags__()
+
+
+def _from_identities(factory):
+    """``build`` of a labelled-point learner without lambda, as a pair method."""
+    return lambda lam, max_iter, params: IdentitiesFromPairs(factory())
+
+
 def _spec(name, build, **traits):
     return MethodSpec(name, build, **traits)
 
@@ -127,6 +215,14 @@ REGISTRY = {spec.name: spec for spec in (
     _spec("csml-plda", _learned(CSML, init=PLDA)),
     # seed 000: the siamese convnet on image pairs
     _spec("cnn", _convnet, has_lam=False, takes_images=True),
+    # issue 26: metric-learn's pair learners, their default parameters (no lambda)
+    _spec("itml", _fixed(lambda: ITML(random_state=0)), has_lam=False),
+    _spec("mmc", _fixed(MMC), has_lam=False),
+    _spec("sdml", _fixed(SDML), has_lam=False),
+    # issue 26: learners of labelled points, on the identities of the training pairs
+    _spec("lmnn", _from_identities(lambda: LMNN(random_state=0)), has_lam=False),
+    _spec("lfda", _from_identities(LFDA), has_lam=False),
+    _spec("mlkr", _from_identities(lambda: MLKR(random_state=0)), has_lam=False),
 )}
 """Every method, by name, in the order of ``metricfit verify --help``."""
 

@@ -56,13 +56,14 @@ def mean_curves(experiments, n_points=101):
     return {"grid": grid.tolist(), "methods": curves}
 
 
-def format_table(rows, calibrated=False):
+def format_table(rows, calibrated=False, prior=0.01):
     """A plain-text table of :func:`summarise` rows, percentages with +- SEM, then minDCF at
-    P_target 0.01 and Cllr: of the raw scores, or (``calibrated``) of the scores calibrated on
-    the validation fold, with their actDCF."""
+    P_target ``prior`` (the run's: the title says it) and Cllr: of the raw scores, or
+    (``calibrated``) of the scores calibrated on the validation fold, with their actDCF."""
     width = max([11] + [len(row["method"]) for row in rows])
-    extra = (("min_dcf", "minDCF"), ("cllr", "Cllr cal"), ("act_dcf", "actDCF cal")) \
-        if calibrated else (("min_dcf", "minDCF"), ("cllr_raw", "Cllr"))
+    dcf = f"minDCF({prior:g})"
+    extra = ((("min_dcf", dcf), ("cllr", "Cllr cal"), ("act_dcf", "actDCF cal"))
+             if calibrated else (("min_dcf", dcf), ("cllr_raw", "Cllr")))
     lines = [f"{'method':<{width}} {'accuracy %':>15} {'maxDA %':>15} {'EER %':>15} "
              + " ".join(f"{title:>15}" for _, title in extra)]
     for row in rows:

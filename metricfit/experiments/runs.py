@@ -18,7 +18,7 @@ import numpy as np
 from ..pairs import FoldRotation
 from ..pairs.splits import digits_split
 from ..whitening import WPCA
-from .evaluation import snorm_result
+from .evaluation import _back_end_metrics, snorm_result
 from .fusion import fuse
 from .methods import DEFAULT_METHODS, takes_images
 from .selection import (
@@ -29,8 +29,8 @@ from .selection import (
     select_and_test,
 )
 
-__all__ = ["ExperimentConfig", "run_experiment", "run_folds", "run_lfw_restricted",
-           "run_digits"]
+__all__ = ["NO_WPCA_MAX_DIM", "ExperimentConfig", "run_experiment", "run_folds",
+           "run_lfw_restricted", "run_digits"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,21 @@ class ExperimentConfig:
     cnn : dict or None, default=None
         Parameters of the image methods (see
         :func:`~metricfit.experiments.methods.make_method`).
+    wpca : bool, default=True
+        Whether the methods take WPCA vectors; False: the feature vectors as they are
+        (``n_components`` ignored; with ``selection``, only the normalisation and lambda).
+    raw_baseline : bool, default=False
+        The 'baseline' row is the cosine of the raw feature vectors, not of the WPCA ones.
+    prior : float in (0, 1), default=0.01
+        The target prior of the minDCF and actDCF reported, and of the calibration behind
+        actDCF.
+    start_candidates : bool, default=False
+        Candidates that keep a learned metric from falling below where it starts: "no
+        learning" (:data:`~metricfit.experiments.selection.NO_LEARNING`, the start itself)
+        among the lambdas of the start-centred learners, and with ``selection`` (and WPCA),
+        "no WPCA" (the selection run again on the raw vectors, when they have at most
+        :data:`NO_WPCA_MAX_DIM` dimensions; the one of better validation maxDA is kept, its
+        Result's ``choice`` saying ``{"wpca": "none"}``).
 
     Examples
     --------
@@ -76,10 +91,20 @@ class ExperimentConfig:
     snorm: int = None
     selection: dict = None
     cnn: dict = None
+    wpca: bool = True
+    raw_baseline: bool = False
+    prior: float = 0.01
+    start_candidates: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "methods", tuple(self.methods))
+        if not 0 < self.prior < 1:
+            raise ValueError(f"prior must be in (0, 1), got {self.prior!r}.")
 
+
+NO_WPCA_MAX_DIM = 1024
+"""The largest raw dimension the "no WPCA" candidate is tried at (learned metrics fit d x d
+matrices: embeddings of 128-1024 dimensions, not 5,900-bin LBP histograms)."""
 
 _CONFIG_FIELDS = tuple(f.name for f in fields(ExperimentConfig))
 
@@ -143,31 +168,93 @@ def run_experiment(vectors, splits, config=None, *old_args, progress=None, image
     config = ExperimentConfig() if config is None else config
     selection = None if config.selection is None else dict(config.selection)
     embedded, data, image_data = _experiment_data(vectors, splits, config, selection, images)
+    raw = _raw_data(vectors, splits) if config.raw_baseline and config.wpca else None
     train_images = np.unique(splits[0][0])
-    results = []
+    results, inputs = [], []  # inputs: the (train, val, test) pairs each row was scored on
 
-    def add(result):
+    def add(result, pairs):
+        if config.prior != 0.01:
+            val = (result.val_scores, result.val_y) if result.val_scores is not None else None
+            for key, value in _back_end_metrics(result.scores, result.y, val,
+                                                config.prior).items():
+                setattr(result, key, value)
         results.append(result)
+        inputs.append(pairs)
         if progress:
             progress(result)
 
     for name in config.methods:
+        points, pairs = (vectors, raw) if name == "baseline" and raw is not None else \
+            (embedded, data)
         if takes_images(name):
-            add(image_method_and_test(name, *image_data, params=config.cnn))
-        elif selection is not None:
-            add(select_all_and_test(name, *data, lams=config.lams, max_iter=config.max_iter,
-                                    **selection))
+            add(image_method_and_test(name, *image_data, params=config.cnn), image_data)
+        elif selection is not None and pairs is data:
+            result = _select_with_raw(name, data, vectors, splits, config, selection)
+            if _raw_chosen(result):
+                points, pairs = vectors, _raw_data(vectors, splits)
+            add(result, pairs)
         else:
-            add(select_and_test(name, *data, lams=config.lams, max_iter=config.max_iter))
+            add(select_and_test(name, *pairs, lams=config.lams, max_iter=config.max_iter,
+                                no_learning=config.start_candidates), pairs)
         if config.snorm:
-            cohort = embedded[np.random.RandomState(0).choice(
+            cohort = points[np.random.RandomState(0).choice(
                 train_images, min(config.snorm, train_images.size), replace=False)]
-            add(snorm_result(results[-1], cohort, data[1], data[2]))
+            add(snorm_result(results[-1], cohort, pairs[1], pairs[2]), pairs)
     if config.fusion:
-        inputs = [[(image_data if takes_images(r.method) else data)[k][0] for r in results]
-                  for k in (1, 2)]
-        add(fuse(results, (inputs[0], data[1][1]), (inputs[1], data[2][1])))
+        add(fuse(results, *[([p[k][0] for p in inputs], data[k][1]) for k in (1, 2)]), data)
     return results
+
+
+def _raw_chosen(result):
+    """Whether the "no WPCA" candidate won (the Result's model takes raw vectors)."""
+    return isinstance(result.choice, dict) and result.choice.get("wpca") == "none"
+
+
+def _select_with_raw(name, data, vectors, splits, config, selection):
+    """:func:`select_all_and_test` on the WPCA pairs and, as the "no WPCA" candidate of
+    ``config.start_candidates``, on the raw vectors' pairs: the Result of better validation
+    maxDA (WPCA on a tie)."""
+    settings = dict(lams=config.lams, max_iter=config.max_iter,
+                    no_learning=config.start_candidates)
+    result = select_all_and_test(name, *data, **settings, **selection)
+    d = np.shape(vectors)[1]
+    if not (config.start_candidates and config.wpca and d <= NO_WPCA_MAX_DIM):
+        return result
+    raw = select_all_and_test(name, *_raw_data(vectors, splits), **settings,
+                              **{**selection, "dims": [d]})
+    if raw.val_maxda > result.val_maxda:
+        raw.choice = {"wpca": "none"}
+        return raw
+    return result
+
+
+def _raw_data(vectors, splits):
+    """The pairs of the three splits of the feature vectors as they are (float64)."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    return [(vectors[index_pairs], y) for index_pairs, y in splits]
+
+
+def _rank(X):
+    """The numerical rank of the centred rows of X (as ``numpy.linalg.matrix_rank``)."""
+    return int(np.linalg.matrix_rank(X - X.mean(axis=0)))
+
+
+def _wpca(vectors, train_images, k):
+    """WPCA to ``k`` fitted on the training images; where ``k`` exceeds the numerical rank of
+    their vectors (constant pixels: the 8 x 8 digits have rank 56 of 64), to the rank, with a
+    warning saying so."""
+    train = vectors[train_images]
+    try:
+        return WPCA(n_components=k).fit(train), k
+    except ValueError as error:
+        if "numerical rank" not in str(error):
+            raise
+        rank = _rank(np.asarray(train, dtype=np.float64))
+        if rank < 1 or rank >= k:
+            raise
+        warnings.warn(f"WPCA dimension capped at {rank}, the numerical rank of the training "
+                      f"vectors (asked {k})", UserWarning, stacklevel=3)
+        return WPCA(n_components=rank).fit(train), rank
 
 
 def _experiment_data(vectors, splits, config, selection, images):
@@ -187,13 +274,19 @@ def _experiment_data(vectors, splits, config, selection, images):
                          f"{', '.join(with_images)}: its cohort is of WPCA vectors.")
     train_images = np.unique(splits[0][0])
     cap = min(train_images.size // 2, vectors.shape[1])
-    if selection is not None:
+    if not config.wpca:
+        embedded = np.asarray(vectors, dtype=np.float64)
+        if selection is not None:
+            selection.pop("dims", None)
+            selection["dims"] = [embedded.shape[1]]
+    elif selection is not None:
         dims = sorted({min(k, cap) for k in selection.pop("dims", DEFAULT_DIMS)})
-        selection["dims"] = dims
-        k = dims[-1]
+        wpca, k = _wpca(vectors, train_images, dims[-1])
+        selection["dims"] = sorted({min(d, k) for d in dims})
+        embedded = wpca.transform(vectors)
     else:
-        k = min(config.n_components, cap)
-    embedded = WPCA(n_components=k).fit(vectors[train_images]).transform(vectors)
+        wpca, _ = _wpca(vectors, train_images, min(config.n_components, cap))
+        embedded = wpca.transform(vectors)
     data = [(embedded[index_pairs], y) for index_pairs, y in splits]
     image_data = [(images[index_pairs], y) for index_pairs, y in splits] if with_images \
         else None

@@ -16,17 +16,40 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 
+from ..learners import CSML, DDML, TSML
 from ..pairs import ValidationSplit, check_points_or_pairs
 from ..pairs.rows import l2_normalize
 from .evaluation import fit_and_test, maxda_scorer, validation_accuracy
 from .methods import has_lam, make_method
 
-__all__ = ["DEFAULT_LAMS", "DEFAULT_DIMS", "LeadingComponents", "Selection",
+__all__ = ["DEFAULT_LAMS", "DEFAULT_DIMS", "NO_LEARNING", "starts_centred",
+           "LeadingComponents", "Selection",
            "selection_pipeline", "select_lambda", "select", "select_and_test",
            "select_all_and_test", "image_method_and_test", "choose_variant"]
 
 DEFAULT_LAMS = (1e-3, 1e-2, 1e-1, 1.0)
 DEFAULT_DIMS = (100, 200, 300)
+NO_LEARNING = 1e12
+"""The 'no learning' candidate of the selections: a lambda that pins a start-centred learner
+(:func:`starts_centred`) at its start. Their penalty is ``lam/2 ||W - W0||_F^2`` (seed 002
+eq. 9), so as lam grows the minimiser tends to ``W0`` (the identity: the cosine of the
+inputs; WCCN, LDA or PLDA's transform for the other inits): at 1e12, ``W`` is ``W0`` to
+~1e-12. With it among the candidates, the validation never chooses a metric below its start.
+"""
+
+_START_CENTRED = (TSML, CSML, DDML)
+
+
+def starts_centred(name):
+    """Whether method ``name`` is regularised towards its start (TSML, CSML, DDML: ``lam/2
+    ||W - W0||^2``), so that :data:`NO_LEARNING` is its start; LDML's penalty is centred at
+    zero and the methods without lambda have no start to return to."""
+    return has_lam(name) and isinstance(make_method(name, 1.0, 1), _START_CENTRED)
+
+
+def _lam_candidates(name, lams, no_learning):
+    """``lams``, and :data:`NO_LEARNING` last when asked and ``name`` starts centred."""
+    return list(lams) + ([NO_LEARNING] if no_learning and starts_centred(name) else [])
 
 
 def _validation_search(estimator, param_grid, train, val):
@@ -40,23 +63,25 @@ def _validation_search(estimator, param_grid, train, val):
                         error_score="raise").fit(pairs, y)
 
 
-def select_lambda(name, train, val, lams=DEFAULT_LAMS, max_iter=200):
+def select_lambda(name, train, val, lams=DEFAULT_LAMS, max_iter=200, no_learning=False):
     """The lambda of ``name`` with the best validation accuracy at its best threshold:
     ``GridSearchCV`` over ``lams`` with :class:`~metricfit.pairs.ValidationSplit` (fit on the
     ``train`` pairs, score on the ``val`` pairs). The first lambda wins a tie. NaN for a method
-    without lambda."""
+    without lambda. ``no_learning``: :data:`NO_LEARNING` (the start itself) is a candidate
+    too, last, for the methods that start centred (:func:`starts_centred`)."""
     if not has_lam(name):
         return np.nan
-    search = _validation_search(make_method(name, lams[0], max_iter), {"lam": list(lams)},
-                                train, val)
+    search = _validation_search(make_method(name, lams[0], max_iter),
+                                {"lam": _lam_candidates(name, lams, no_learning)}, train, val)
     return search.best_params_["lam"]
 
 
-def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200):
-    """Choose lambda on ``val`` (:func:`select_lambda`), fit ``name`` on ``train`` with it, take
-    the threshold of best accuracy on ``val``, evaluate on ``test``. Each of train/val/test is
-    ``(pairs, y)``."""
-    lam = select_lambda(name, train, val, lams, max_iter)
+def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200,
+                    no_learning=False):
+    """Choose lambda on ``val`` (:func:`select_lambda`, with ``no_learning``), fit ``name`` on
+    ``train`` with it, take the threshold of best accuracy on ``val``, evaluate on ``test``.
+    Each of train/val/test is ``(pairs, y)``."""
+    lam = select_lambda(name, train, val, lams, max_iter, no_learning)
     method = make_method(name, None if np.isnan(lam) else lam, max_iter)
     return fit_and_test(name, method, train, val, test, lam)
 
@@ -170,7 +195,7 @@ def _edge_lams(lam, lams, decades=1):
 
 
 def select(name, train, val, lams=DEFAULT_LAMS, dims=DEFAULT_DIMS, normalize=(False, True),
-           max_iter=200, edge_decades=1):
+           max_iter=200, edge_decades=1, no_learning=False):
     """Choose, on the validation pairs only, the WPCA dimension (the leading coordinates of
     the inputs: ``dims``), the L2 normalisation after it (``normalize``) and lambda
     (``lams``) of method ``name``, by the accuracy at the best threshold (maxDA).
@@ -181,10 +206,12 @@ def select(name, train, val, lams=DEFAULT_LAMS, dims=DEFAULT_DIMS, normalize=(Fa
     more decades beyond it at the chosen dimension and normalisation, and wins only if
     strictly better. The first candidate wins a tie (sklearn's order: dimension, then
     normalisation, then lambda). Returns a :class:`Selection` (lambda NaN for a method
-    without one). The test pairs are not an argument: they cannot be read."""
+    without one). The test pairs are not an argument: they cannot be read. ``no_learning``:
+    :data:`NO_LEARNING` (the start) is a lambda candidate too, last (:func:`select_lambda`).
+    """
     grid = {"components__n_components": list(dims), "components__normalize": list(normalize)}
     if has_lam(name):
-        grid["method__lam"] = list(lams)
+        grid["method__lam"] = _lam_candidates(name, lams, no_learning)
 
     def search(param_grid):
         start = {key: values[0] for key, values in param_grid.items()}
@@ -205,11 +232,13 @@ def select(name, train, val, lams=DEFAULT_LAMS, dims=DEFAULT_DIMS, normalize=(Fa
 
 
 def select_all_and_test(name, train, val, test, lams=DEFAULT_LAMS, dims=DEFAULT_DIMS,
-                        normalize=(False, True), max_iter=200, edge_decades=1):
+                        normalize=(False, True), max_iter=200, edge_decades=1,
+                        no_learning=False):
     """:func:`select` on ``train`` / ``val``, then the chosen pipeline fitted on ``train``,
     its threshold of best accuracy on ``val``, evaluated on ``test``. The Result carries the
     chosen ``lam``, ``n_components`` and ``normalize``."""
-    chosen = select(name, train, val, lams, dims, normalize, max_iter, edge_decades)
+    chosen = select(name, train, val, lams, dims, normalize, max_iter, edge_decades,
+                    no_learning)
     lam = None if np.isnan(chosen.lam) else chosen.lam
     method = selection_pipeline(name, chosen.n_components, chosen.normalize, lam, max_iter)
     return fit_and_test(name, method, train, val, test, chosen.lam,

@@ -35,6 +35,7 @@ from ..whitening import WCCN
 from ._base import FittedMappingMixin, PairLearnerMixin, rowwise
 from ._params_doc import SIAMESE_ATTRIBUTES, SIAMESE_PARAMETERS
 from ._solver import DEFAULT_MAX_ITER, N_TRAIN_SCORE_PAIRS, SOLVER_CONSTRAINTS, SolverMixin
+from ._xp import device_namespace, fit_siamese_on_device, pair_score_on_device, transform_on_device
 
 __all__ = ["SiameseLearner", "Siamese", "DEFAULT_MAX_ITER", "N_TRAIN_SCORE_PAIRS"]
 
@@ -174,6 +175,9 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
         hooks fill: the validated pairs and labels, the inputs, the train/validation rows).
         """
         validate_params(self)
+        xp = self._device_namespace(pairs, y)  # None: NumPy, the numba path
+        if xp is not None:
+            return fit_siamese_on_device(self, xp, pairs, y)
         with self._fit_context():
             loss, params = self._loss()
             data = self._check_fit_input(pairs, y, **fit_params)
@@ -184,6 +188,16 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
             result = self._minimize(objective, start, *self._fit_solver(mapping, data))
             self._unpack_result(mapping, result, data)
             return self.calibrate_threshold(*self._threshold_pairs(data))._adopt_coding(y)
+
+    def _device_namespace(self, pairs, y=None, names=("pairs", "y"), with_points=True):
+        """The array namespace of a call with array-API dispatch on (torch, CuPy: see
+        :mod:`metricfit.learners._xp`), or None for NumPy input. Presets with their own input
+        hooks (SiameseCNN) compute on NumPy only."""
+        xp = device_namespace(self, pairs, y, names, with_points)
+        if xp is not None and type(self)._check_fit_input is not SiameseLearner._check_fit_input:
+            raise ValueError(f"{type(self).__name__} computes on NumPy arrays; array-API "
+                             f"dispatch covers TSML, CSML, DDML, Siamese (linear) and LDML.")
+        return xp
 
     def _fit_context(self):
         """The context ``fit`` runs in (none here; SiameseCNN: its thread count)."""
@@ -315,8 +329,20 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
     def transform(self, X):
         """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k) through the mapping."""
         check_is_fitted(self)
+        xp = self._device_namespace(X, names=("X", "y"), with_points=False)
+        if xp is not None:  # the input's namespace and device
+            return transform_on_device(self, xp, X)
         X = check_points_or_pairs(X, n_features=self.n_features_in_)
         return self._map(self._normalised(X))
+
+    def pair_score(self, pairs):
+        """Similarity of each pair in the learned space (higher = more similar), as the loss
+        scores it; array-API input: an array of its namespace and device."""
+        check_is_fitted(self)
+        xp = self._device_namespace(pairs)
+        if xp is not None:
+            return pair_score_on_device(self, xp, pairs)
+        return super().pair_score(pairs)
 
     def _score_embedded(self, a, b):
         loss, params = self._loss()

@@ -18,6 +18,12 @@ from ..pairs import check_pair_labels, check_pairs, check_points
 from ..pairs.index import check_pair_input, pair_differences, pairs_as_given
 from ._base import PairLearnerMixin, finite_scores
 from ._solver import SOLVER_CONSTRAINTS, SolverMixin
+from ._xp import (
+    device_namespace,
+    fit_ldml_on_device,
+    ldml_distance_on_device,
+    ldml_transform_on_device,
+)
 
 NEGATIVE_EIGENVALUE_RTOL = 1e-6  # an eigenvalue below -rtol * max|eigenvalue| is "negative"
 PROJECTIONS = {"psd": project_psd, "diagonal": project_diagonal}
@@ -184,6 +190,9 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
         self
         """
         validate_params(self)
+        xp = device_namespace(self, pairs, y)  # None: NumPy, the numba path
+        if xp is not None:
+            return fit_ldml_on_device(self, xp, pairs, y)
         pairs = check_pair_input(pairs, self.preprocessor)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
         d = self.n_features_in_ = pairs.shape[2]
@@ -227,8 +236,9 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
                           "(pair_score uses metric_). Use constraint='psd' to embed it exactly.",
                           UserWarning, stacklevel=user_stacklevel())
 
-    def _start(self, pairs, d):
-        """theta0 = [M0, b0]: the previous fit (warm start) or init with b0 = median d_M0."""
+    def _start(self, pairs, d, distances=metric_distances):
+        """theta0 = [M0, b0]: the previous fit (warm start) or init with b0 = median d_M0
+        (``distances(M0, pairs)``: on the host, or of device pairs)."""
         if self.warm_start and getattr(self, "metric_", np.empty(0)).shape == (d, d):
             return ldml_loss.pack(self.metric_.astype(np.float64), self.bias_)
         if isinstance(self.init, str):
@@ -240,7 +250,7 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
                                  f"and finite values, got shape {M0.shape}.")
         if self.constraint:
             M0 = PROJECTIONS[self.constraint](M0)
-        return ldml_loss.pack(M0, np.median(metric_distances(M0, pairs)))
+        return ldml_loss.pack(M0, np.median(distances(M0, pairs)))
 
     def _minimize(self, solver, objective, theta0, pairs, s, validation):
         d = self.n_features_in_
@@ -267,6 +277,10 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
     def pair_distance(self, pairs):
         """``d_M(x, y) = (x - y)^T M (x - y)`` with the learned M (eq. 1), shape (n_pairs,);
         vector pairs or index pairs into ``preprocessor``."""
+        check_is_fitted(self)
+        xp = device_namespace(self, pairs)
+        if xp is not None:  # the input's namespace and device
+            return ldml_distance_on_device(self, xp, pairs)
         pairs = self._check_pairs(pairs, reject_zero=False)  # checks fitted first
         with np.errstate(over="ignore", invalid="ignore"):  # reported by finite_scores
             return finite_scores(metric_distances(self.metric_, pairs), pairs)
@@ -290,6 +304,9 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
         """``L x`` for points (n, d) -> (n, d) or pairs (n, 2, d) -> (n, 2, d), with
         ``components_`` L (``|L x - L y|^2 = d_M(x, y)`` for a PSD M)."""
         check_is_fitted(self)
+        xp = device_namespace(self, X, names=("X", "y"), with_points=False)
+        if xp is not None:  # the input's namespace and device
+            return ldml_transform_on_device(self, xp, X)
         check = check_pairs if np.ndim(X) == 3 else check_points
         X = check(X, n_features=self.n_features_in_)
         return X @ self.components_.T.astype(X.dtype)

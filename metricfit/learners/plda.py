@@ -8,6 +8,7 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._array_api import device_of, get_namespace, to_numpy
 from .._validation import (
     Interval,
     PointOutputMixin,
@@ -17,9 +18,11 @@ from .._validation import (
     validate_params,
 )
 from ..backend import plda as core
+from ..backend import plda_array_api as device_plda
 from ..pairs import check_pair_labels, check_pairs, check_points
 from ..pairs.checks import check_representable, identity_codes, largest_magnitude, scale_exponent
 from ..pairs.index import check_pair_input, pairs_as_given, similar_pair_classes
+from ..parallel import blas_threads
 from ._base import PairLearnerMixin
 
 DISSIMILAR = ("ignore", "singletons")
@@ -30,9 +33,14 @@ DISSIMILAR = ("ignore", "singletons")
 SINGULAR_RATIO = 1e-10
 
 
+def _eigvalsh(W):
+    with blas_threads(1 if W.shape[0] <= core.SMALL_LAPACK else None):
+        return linalg.eigvalsh(W)
+
+
 def _singular_within(W):
     """What is wrong with a (nearly) singular within-class covariance or scatter W."""
-    w = linalg.eigvalsh(W)
+    w = _eigvalsh(W)
     return (f"the within-class covariance is singular (smallest / largest eigenvalue "
             f"{max(w[0], 0.0) / w[-1]:.1e}): X has directions without within-class variation. "
             "Reduce the dimension first (WPCA or PCA to at most the rank of the within-class "
@@ -44,7 +52,7 @@ def _warn_if_singular(W):
     in which no identity varies (a constant pixel, fewer samples than dimensions), the model
     calls any difference impossible within an identity, and the LLRs grow without bound
     (-1e16 on raw digits pixels). Where EM itself breaks down, ``fit`` raises instead."""
-    w = linalg.eigvalsh(W)
+    w = _eigvalsh(W)
     if not w[0] > SINGULAR_RATIO * w[-1]:
         warnings.warn(f"PLDA: {_singular_within(W)}; LLRs along those directions are "
                       "unbounded.", UserWarning, stacklevel=user_stacklevel())
@@ -162,9 +170,10 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
         """Fit on labelled points (n, d) + identities, vector pairs (n, 2, d) + pair labels,
         or index pairs (n, 2) into ``preprocessor`` + pair labels."""
         validate_params(self)
-        if np.ndim(X) == 2 and self.preprocessor is None:
+        xp, dispatched = get_namespace(X, names=["X"])
+        if (X.ndim if dispatched else np.ndim(X)) == 2 and self.preprocessor is None:
             return self.fit_points(X, y)
-        pairs = check_pair_input(X, self.preprocessor)
+        pairs = check_pair_input(to_numpy(X) if dispatched else X, self.preprocessor)
         self.__dict__.pop("feature_names_in_", None)  # pairs carry no column names
         s = check_pair_labels(y, pairs.shape[0], require_both=False)
         if not np.any(s == 1):
@@ -177,34 +186,81 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
         return self
 
     def fit_points(self, X, labels):
-        """Fit on points (n_samples, n_features) with identity labels (n_samples,)."""
+        """Fit on points (n_samples, n_features) with identity labels (n_samples,).
+
+        With array-API dispatch on (:func:`metricfit.array_api_dispatch`) and X a torch /
+        CuPy / array_api_strict array, the two-covariance model's statistics and EM run on
+        X's namespace and device (:mod:`metricfit.backend.plda_array_api`); the labels may stay
+        a NumPy array on the host. The fitted attributes are NumPy arrays either way.
+        """
         validate_params(self)
-        given, X = X, check_points(X)
+        xp, dispatched = get_namespace(X, names=["X"])
+        if dispatched and self.n_components is None:
+            self._fit_on_device(xp, X, labels if isinstance(labels, (list, tuple, np.ndarray))
+                                else to_numpy(labels))
+            self.threshold_ = 0.0
+            return self
+        given, X = X, check_points(to_numpy(X) if dispatched else X)
         check_feature_names(self, given, reset=True)
         _, codes = identity_codes(labels, "labels", X.shape[0])
         self._fit_classes(X, codes)
         self.threshold_ = 0.0
         return self
 
+    def _fit_on_device(self, xp, X, labels):
+        """The statistics and EM in X's namespace, on its device; the basis on the host."""
+        if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1:
+            raise ValueError(f"X must be a 2-D array of points (n_samples >= 2, n_features "
+                             f">= 1), got shape {tuple(X.shape)}.")
+        if not xp.isdtype(X.dtype, "real floating"):
+            X = xp.astype(X, xp.float64)
+        if not bool(xp.all(xp.isfinite(X))):
+            raise ValueError("X contains NaN or infinity.")
+        self.__dict__.pop("feature_names_in_", None)
+        _, codes = identity_codes(labels, "labels", X.shape[0])
+        device = device_of(X)
+        counts, mu, groups, scatter = device_plda.device_class_statistics(xp, X, codes, device)
+        history = []
+        try:
+            B, W = device_plda.device_fit_two_covariance(
+                xp, counts, groups, scatter, self.n_iter,
+                lambda it, ll: history.append(ll), device)
+        except np.linalg.LinAlgError:
+            raise ValueError("PLDA cannot be fitted: "
+                             f"{_singular_within(to_numpy(scatter))}.") from None
+        self._set_model(to_numpy(B), to_numpy(W), counts, to_numpy(mu), history,
+                        to_numpy(scatter), X.shape, 0, np.dtype(str(X.dtype).rsplit(".")[-1]),
+                        float(xp.max(xp.abs(X))))
+
     def _fit_classes(self, X, codes):
-        n, d = X.shape
         largest = largest_magnitude(X)
         e = scale_exponent(largest)  # 0 (bit-identical) unless |X| is beyond ~1e+-77
         counts, means, mu, scatter = core.class_statistics(
             np.ldexp(X.astype(np.float64), -e) if e else X, codes)
-        if self.n_components is not None and self.n_components > d:
-            raise ValueError(f"n_components={self.n_components} must be <= n_features={d}.")
         history = []
 
         def record(it, B, W, log_likelihood):
             history.append(log_likelihood)
 
+        self._check_n_components(X.shape[1])
         try:
             if self.n_components is None:
                 B, W = core.fit_two_covariance(counts, means, scatter, self.n_iter, record)
             else:
                 B, W, _ = core.fit_simplified(counts, means, scatter, self.n_components,
                                               self.n_iter, record)
+        except np.linalg.LinAlgError:
+            raise ValueError(f"PLDA cannot be fitted: {_singular_within(scatter)}.") from None
+        self._set_model(B, W, counts, mu, history, scatter, X.shape, e, X.dtype, largest)
+
+    def _check_n_components(self, d):
+        if self.n_components is not None and self.n_components > d:
+            raise ValueError(f"n_components={self.n_components} must be <= n_features={d}.")
+
+    def _set_model(self, B, W, counts, mu, history, scatter, shape, e, dtype, largest):
+        """The fitted attributes from (B, W) on the host (X was scaled by 2**-e)."""
+        n, d = shape
+        try:
             T, psi = core.plda_basis(B, W)
         except np.linalg.LinAlgError:
             raise ValueError(f"PLDA cannot be fitted: {_singular_within(scatter)}.") from None
@@ -222,7 +278,7 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
         self.log_likelihood_ = [ll - n * d * e * np.log(2.0) for ll in history]
         self.n_identities_ = counts.size
         self.classes_ = np.array([-1, 1])
-        self._dtype = X.dtype
+        self._dtype = dtype
 
     def transform(self, X):
         """Points (n, d) or pairs (n, 2, d) in the PLDA basis, ``(X - mean_) T^T`` (k dims;
@@ -267,12 +323,37 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
         Parameters
         ----------
         pairs : array-like of shape (n_pairs, 2, n_features) or (n_pairs, 2)
+            With array-API dispatch on, vector pairs may be a torch / CuPy / array_api_strict
+            array: the LLRs are computed on its device and returned in its namespace.
 
         Returns
         -------
         llr : ndarray of shape (n_pairs,), float64
         """
+        xp, dispatched = get_namespace(pairs, names=["pairs"])
+        if dispatched:
+            return self._device_pair_score(xp, pairs)
         return super().pair_score(pairs)
+
+    def decision_function(self, pairs):
+        """``pair_score(pairs) - threshold_`` (in the pairs' namespace under dispatch)."""
+        xp, dispatched = get_namespace(pairs, names=["pairs"])
+        if dispatched:
+            return self._device_pair_score(xp, pairs) - self.threshold_
+        return super().decision_function(pairs)
+
+    def _device_pair_score(self, xp, pairs):
+        check_is_fitted(self, "components_")
+        if pairs.ndim != 3 or pairs.shape[1] != 2 or pairs.shape[2] != self.n_features_in_:
+            raise ValueError(f"pairs must have shape (n_pairs, 2, {self.n_features_in_}) on "
+                             f"the array-API path, got {tuple(pairs.shape)}.")
+        if not xp.isdtype(pairs.dtype, "real floating"):
+            pairs = xp.astype(pairs, xp.float64)
+        scores = device_plda.device_pair_llr(xp, pairs, self.mean_, self.components_,
+                                             self.psi_, device_of(pairs))
+        if not bool(xp.all(xp.isfinite(scores))):
+            raise ValueError("pairs contain NaN or infinity, or their LLRs overflow.")
+        return scores
 
     def score_sets(self, enrol, test):
         """N-vs-M LLR in closed form: ``enrol[i]`` (n_i, d) against ``test[i]`` (m_i, d)

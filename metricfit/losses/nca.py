@@ -62,18 +62,27 @@ d < 2k: ``dJ/dA = 2 A (X^T diag(r + c) X - M - M^T)`` with ``M = X^T W X`` summe
 n x n computation.
 The softmax is shifted by the row's smallest distance, so ``exp`` never overflows; sums are
 accumulated in float64 also for float32 data.
+
+Threads: the GEMMs use BLAS's threads; the numba kernels and ``exp`` of a block run on
+:func:`metricfit.get_threads` threads over fixed units of rows (the rows of W are
+independent), then W's column sums over fixed units of columns, each column summed in row
+order. The result does not depend on the thread count (bit for bit, ``tests/
+test_threads_plda_nca.py``) and equals the serial computation's.
 """
 
 import math
 
 import numpy as np
 from numba import njit
-from scipy.linalg import blas
+
+from ..parallel import blas_threads, get_threads, map_blocks
 
 __all__ = ["cost_grad_embedded", "cost_grad", "objective", "default_block_rows"]
 
 BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
 MIN_BLOCK_ROWS = 64  # fewer rows make W_B^T Z_B a thin, memory-bound update of all of Z
+UNIT_ROWS = 128  # rows per work unit of the numba kernels (fixed: not the thread count)
+UNIT_COLUMNS = 512  # columns per work unit of the column sums
 
 
 def default_block_rows(n_samples, itemsize):
@@ -81,7 +90,7 @@ def default_block_rows(n_samples, itemsize):
     return int(min(n_samples, max(MIN_BLOCK_ROWS, BLOCK_BYTES // (n_samples * itemsize))))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def shifted_logits(S, sq_norms, start):  # pragma: no cover (compiled)
     """Overwrite the Gram block ``S[i, j] = z_{start+i} . z_j`` (b, n) with
     ``min_{l != i} d_il - d_ij`` (``-inf`` on the diagonal), ``d_ij`` clamped at 0."""
@@ -100,12 +109,12 @@ def shifted_logits(S, sq_norms, start):  # pragma: no cover (compiled)
         S[i, g] = -np.inf
 
 
-@njit(cache=True)
-def neighbour_weights(E, codes, start, p_out, r_out, c_out):  # pragma: no cover (compiled)
+@njit(cache=True, nogil=True)
+def neighbour_weights(E, codes, start, p_out, r_out):  # pragma: no cover (compiled)
     """Overwrite ``E[i, j] = exp(min d_i - d_ij)`` (b, n) with ``w_ij = p_ij (m_ij - p_i)``.
 
-    Writes ``p_i`` (b,) and the row sums ``r_i`` (b,) of W, and adds W's column sums into
-    ``c_out`` (n,). Sums in float64.
+    Writes ``p_i`` (b,) and the row sums ``r_i`` (b,) of W (float64). Rows are independent:
+    any split of the rows gives the same numbers.
     """
     b, n = E.shape
     for i in range(b):
@@ -126,16 +135,39 @@ def neighbour_weights(E, codes, start, p_out, r_out, c_out):  # pragma: no cover
             w = p_ij * ((1.0 if (codes[j] == code and j != g) else 0.0) - p_i)
             E[i, j] = w
             row += w
-            c_out[j] += w
         p_out[i] = p_i
         r_out[i] = row
 
 
-def _gemm_accumulate(Acc, S, Z_block):
-    """``Acc += S^T Z_block`` in place for a Fortran-ordered Acc (n, k) (BLAS gemm, beta=1)."""
-    gemm = blas.dgemm if Acc.dtype == np.float64 else blas.sgemm
-    # S.T (n, b) and Z_block.T (k, b) are Fortran-contiguous views: no copies.
-    return gemm(1.0, S.T, Z_block.T, beta=1.0, c=Acc, trans_b=1, overwrite_c=1)
+@njit(cache=True, nogil=True)
+def add_column_sums(W, first, last, c_out):  # pragma: no cover (compiled)
+    """``c_out[j] += sum_i W[i, j]`` (float64) for columns ``first <= j < last``, row by row
+    in order: each column is summed by one thread in row order, whatever the column split."""
+    for i in range(W.shape[0]):
+        for j in range(first, last):
+            c_out[j] += W[i, j]
+
+
+def _block_to_weights(Z, S, sq_norms, codes, start, p, r, c):
+    """One block of rows B = start.., the Gram block S = Z_B Z^T (b, n) -> logits -> exp ->
+    weights W_B, with ``p``, ``r`` (b,) and W_B's column sums added into ``c`` (n,), on
+    :func:`metricfit.parallel.get_threads` threads: first over fixed units of ``UNIT_ROWS``
+    rows (the Gram rows, W, ``p``, ``r``: rows are independent), then over fixed units of
+    ``UNIT_COLUMNS`` columns (each column of W summed in row order).
+    The numbers do not depend on the thread count.
+    """
+    def unit(rows):
+        part = S[rows]
+        first = start + rows.start
+        np.matmul(Z[first:start + rows.stop], Z.T, out=part)  # Gram rows (u, n)
+        shifted_logits(part, sq_norms, first)
+        with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
+            np.exp(part, out=part)  # NumPy's SIMD exp: 2-3x a numba loop in float32
+        neighbour_weights(part, codes, first, p[rows], r[rows])
+
+    map_blocks(unit, S.shape[0], UNIT_ROWS)
+    map_blocks(lambda cols: add_column_sums(S, cols.start, cols.stop, c), S.shape[1],
+               UNIT_COLUMNS)
 
 
 def _weight_blocks(Z, codes, block_rows, p, r, c):
@@ -148,12 +180,28 @@ def _weight_blocks(Z, codes, block_rows, p, r, c):
     for start in range(0, n, b):
         stop = min(start + b, n)
         S = buffer[: stop - start]
-        np.matmul(Z[start:stop], Z.T, out=S)  # (b, n) Gram block
-        shifted_logits(S, sq_norms, start)
-        with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
-            np.exp(S, out=S)  # NumPy's SIMD exp: 2-3x a numba loop in float32
-        neighbour_weights(S, codes, start, p[start:stop], r[start:stop], c)
+        _block_to_weights(Z, S, sq_norms, codes, start, p[start:stop], r[start:stop], c)
         yield start, stop, S
+
+
+def _rows_product(W, Y, out):
+    """``out = W Y`` (b, m) by fixed units of W's rows, in the pool."""
+    def unit(rows):
+        np.matmul(W[rows], Y, out=out[rows])
+    map_blocks(unit, W.shape[0], UNIT_ROWS)
+
+
+def _add_transposed_product(acc, W, Y):
+    """``acc += W^T Y`` (n, m) by fixed units of W's columns (= acc's rows), in the pool."""
+    def unit(cols):
+        acc[cols] += W[:, cols].T @ Y
+    map_blocks(unit, W.shape[1], UNIT_COLUMNS)
+
+
+def _single_blas():
+    """BLAS on one thread while the pool does the work (no spinning BLAS workers fighting
+    the pool's threads for the cores); left alone on one metricfit thread."""
+    return blas_threads(1 if get_threads() > 1 else None)
 
 
 def cost_grad_embedded(Z, codes, block_rows=None):
@@ -177,11 +225,12 @@ def cost_grad_embedded(Z, codes, block_rows=None):
     Z = np.ascontiguousarray(Z)
     n, k = Z.shape
     WZ = np.empty_like(Z)  # rows of W Z, (n, k)
-    WtZ = np.zeros((n, k), dtype=Z.dtype, order="F")  # W^T Z, accumulated (n, k)
+    WtZ = np.zeros((n, k), dtype=Z.dtype)  # W^T Z, accumulated (n, k)
     p, r, c = np.empty(n), np.empty(n), np.zeros(n)
-    for start, stop, W in _weight_blocks(Z, codes, block_rows, p, r, c):
-        np.matmul(W, Z, out=WZ[start:stop])  # (b, k)
-        WtZ = _gemm_accumulate(WtZ, W, Z[start:stop])
+    with _single_blas():  # nested in cost_grad's: a no-op there
+        for start, stop, W in _weight_blocks(Z, codes, block_rows, p, r, c):
+            _rows_product(W, Z, WZ[start:stop])  # (b, k)
+            _add_transposed_product(WtZ, W, Z[start:stop])
     dZ = (r + c).astype(Z.dtype)[:, None] * Z
     dZ -= WZ
     dZ -= WtZ
@@ -217,19 +266,25 @@ def cost_grad(A, X, codes, block_rows=None):
     J : float
     G : ndarray of shape (n_components, n_features)
     """
+    with _single_blas():
+        return _cost_grad(A, X, codes, block_rows)
+
+
+def _cost_grad(A, X, codes, block_rows):
     Z = X @ A.T  # (n, k)
     k, d = A.shape
     if d >= 2 * k:
         J, dZ = cost_grad_embedded(Z, codes, block_rows)
         return J, dZ.T @ X  # (k, d)
     n = X.shape[0]
-    M = np.zeros((d, d), dtype=Z.dtype)
+    MT = np.zeros((d, d), dtype=Z.dtype)  # M^T = sum_B (W_B X)^T X_B
     WX = np.empty((min(block_rows or n, n), d), dtype=Z.dtype)
     p, r, c = np.empty(n), np.empty(n), np.zeros(n)
     for start, stop, W in _weight_blocks(Z, codes, block_rows, p, r, c):
         rows = WX[: stop - start]
-        np.matmul(W, X, out=rows)  # (b, d)
-        M += X[start:stop].T @ rows  # (d, d)
+        _rows_product(W, X, rows)  # (b, d)
+        _add_transposed_product(MT, rows, X[start:stop])  # (d, d)
+    M = MT.T
     D = (X.T * (r + c).astype(X.dtype)) @ X  # X^T diag(r + c) X, (d, d)
     D -= M
     D -= M.T

@@ -35,6 +35,10 @@ identity, protocols
 splits
     The experiments' pair drawing: :func:`labelled_folds`, :func:`unrestricted_train_pairs`,
     :func:`digits_split`.
+tuples
+    Triplets, quadruplets and chunks: :func:`check_tuples`, :class:`IndexTuples`,
+    :func:`sample_triplets`, :func:`sample_quadruplets`, :func:`sample_chunks`,
+    :func:`check_chunks` (metric-learn's weak supervision).
 rows, tags
     Scale-safe row normalisation (:func:`metricfit.pairs.rows.l2_normalize`); the score-kind
     tag every pair learner declares (:func:`metricfit.pairs.tags.score_kind`).
@@ -58,6 +62,14 @@ from .index import IndexPairs, check_pair_input
 from .neighbourhood import neighbourhood_pairs
 from .protocols import FoldRotation, PredefinedPairFolds, ValidationSplit
 from .splits import digits_split, labelled_folds, unrestricted_train_pairs
+from .tuples import (  # noqa: I001 (issue 26)
+    IndexTuples,
+    check_chunks,
+    check_tuples,
+    sample_chunks,
+    sample_quadruplets,
+    sample_triplets,
+)
 
 __all__ = [
     "digits_split",
@@ -78,4 +90,11 @@ __all__ = [
     "FoldRotation",
     "ValidationSplit",
     "IdentityDisjointPairSplit",
+    # issue 26: triplets, quadruplets, chunks
+    "IndexTuples",
+    "check_tuples",
+    "check_chunks",
+    "sample_triplets",
+    "sample_quadruplets",
+    "sample_chunks",
 ]

@@ -1,0 +1,100 @@
+"""numba kernels of MLKR: the leave-one-out kernel regression of a block of rows (its
+weights ``w_ij``), and the scatter of sparse weights into dJ/dZ.
+
+Pure, module-level, compiled on first use (``cache=True``); serial in a fixed order, sums in
+float64, so results do not depend on the thread count. Their plain-NumPy twin (dense, every
+entry) is ``cost_grad_embedded_ref`` in tests/test_mlkr.py.
+"""
+
+import numpy as np
+from numba import njit
+
+__all__ = ["regression_block", "scatter_block"]
+
+
+@njit(cache=True)
+def regression_block(G, sq_norms, y, start, cutoff, r_out):  # pragma: no cover (compiled)
+    """MLKR's squared leave-one-out error of rows ``start .. start + b - 1`` and their
+    weights ``w_ij = dJ / dd_ij`` (:mod:`metricfit.losses.mlkr`).
+
+    Parameters
+    ----------
+    G : ndarray of shape (b, n)
+        The Gram block ``z_i . z_j``; overwritten with ``w_ij = -2 (yhat_i - y_i) p_ij (y_j -
+        yhat_i)`` (0 for the point itself and where the kernel underflows).
+    sq_norms : ndarray of shape (n,)
+        ``|z_j|^2`` in float64.
+    y : ndarray of shape (n,), float64
+    start : int
+    cutoff : float
+        An exponent whose ``exp`` is exactly 0 in G's dtype (-746 for float64, -105 for
+        float32): those entries are skipped, the result is the dense one.
+    r_out : ndarray of shape (b,), float64, out
+        The row sums of W.
+
+    Returns
+    -------
+    J : float
+        ``sum_i (yhat_i - y_i)^2`` over the block, in float64.
+    nnz : int
+        The number of kernel entries that did not underflow.
+    """
+    b, n = G.shape
+    J = 0.0
+    nnz = 0
+    for i in range(b):
+        g = start + i
+        sq_i = sq_norms[g]
+        nearest = np.inf
+        for j in range(n):
+            d = max(sq_i + sq_norms[j] - 2.0 * G[i, j], 0.0)
+            G[i, j] = d
+            if j != g and d < nearest:
+                nearest = d
+        total = 0.0
+        weighted = 0.0
+        for j in range(n):
+            shift = nearest - G[i, j]
+            if j == g or shift < cutoff:
+                G[i, j] = 0.0
+            else:
+                e = np.exp(shift)
+                G[i, j] = e
+                total += e
+                weighted += e * y[j]
+                nnz += 1
+        y_hat = weighted / total
+        residual = y_hat - y[g]
+        J += residual * residual
+        scale = -2.0 * residual / total
+        row = 0.0
+        for j in range(n):
+            e = G[i, j]
+            if e != 0.0:
+                w = scale * e * (y[j] - y_hat)
+                G[i, j] = w
+                row += w
+        r_out[i] = row
+    return J, nnz
+
+
+@njit(cache=True)
+def scatter_block(W, Z, start, dZ):  # pragma: no cover (compiled)
+    """``dZ[i] += 2 w_ij (z_i - z_j)``, ``dZ[j] -= 2 w_ij (z_i - z_j)`` for the nonzero
+    ``w_ij`` of rows ``start ..`` (the sparse path: O(b n + nnz k)); dZ float64."""
+    b, n = W.shape
+    k = Z.shape[1]
+    row = np.empty(k)
+    for i in range(b):
+        g = start + i
+        for c in range(k):
+            row[c] = 0.0
+        for j in range(n):
+            w = W[i, j]
+            if w != 0.0:
+                for c in range(k):
+                    step = 2.0 * w * (Z[g, c] - Z[j, c])
+                    row[c] += step
+                    dZ[j, c] -= step
+        for c in range(k):
+            dZ[g, c] += row[c]

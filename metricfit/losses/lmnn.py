@@ -1,0 +1,148 @@
+r"""LMNN's cost and gradient (Weinberger and Saul 2009, JMLR 10, eqs. 11-14), a block of
+anchors at a time.
+
+With ``z_i = L x_i``, squared distances :math:`d_{ij} = \|z_i - z_j\|^2`, the k *target
+neighbours* :math:`T_i` of each point (same class, nearest in the input space, fixed before
+the fit) and :math:`[u]_+ = \max(u, 0)`, the loss is
+
+.. math::
+
+    J(L) = \frac{1}{n}\Big[\mu \sum_i \sum_{j \in T_i} d_{ij}
+        + (1 - \mu) \sum_i \sum_{j \in T_i} \sum_{l:\, y_l \ne y_i} [1 + d_{ij} - d_{il}]_+\Big]
+
+(the paper's eq. 14 weighs *push* by its :math:`\mu`; metric-learn's ``regularization``,
+the :math:`\mu` here, weighs *pull*: with the default 0.5 the two agree). The factor
+:math:`1/n` leaves the minimiser alone and keeps L-BFGS's gradient tolerance scale-free.
+
+The gradient, derived by hand
+-----------------------------
+A triple (i, j, l) is *active* when :math:`1 + d_{ij} - d_{il} > 0`. On the active set the
+hinge is linear, so (away from its kinks, a set of measure zero)
+
+.. math::
+
+    \frac{\partial J}{\partial d_{ij}} = \frac{1}{n}\big(\mu + (1 - \mu)\, c_{ij}\big)
+        \ (j \in T_i), \qquad
+    \frac{\partial J}{\partial d_{il}} = -\frac{1}{n}(1 - \mu)\, w_{il}
+        \ (y_l \ne y_i),
+
+with :math:`c_{ij}` the number of active impostors l of (i, j) and :math:`w_{il}` the number
+of targets j for which l is active. For any weights :math:`v_{pq} = \partial J /
+\partial d_{pq}`, :math:`\partial d_{pq} / \partial z_p = 2 (z_p - z_q) = -\partial d_{pq} /
+\partial z_q`, so
+
+.. math::
+
+    \frac{\partial J}{\partial z_p} = 2 \sum_q v_{pq} (z_p - z_q) - 2 \sum_q v_{qp} (z_q - z_p),
+    \qquad \frac{\partial J}{\partial L} = \Big(\frac{\partial J}{\partial Z}\Big)^T X,
+
+which is the paper's eq. 13 (:math:`G = \partial J / \partial M` pulled back through
+:math:`M = L^T L`: :math:`\partial J / \partial L = 2 L G`) evaluated without forming any
+outer product: the target part is a scatter over the n k target pairs, the impostor part a
+scatter over the active impostor pairs.
+
+Memory: blocks of anchors
+-------------------------
+For a block B of b anchors one (b, n) buffer holds the Gram block ``Z_B Z^T`` (GEMM);
+:func:`metricfit.losses._lmnn_kernels.impostor_block` scans it for active triples and adds
+each active pair's ``2 v_il (z_i - z_l)`` to dZ directly (O(k) per active pair: no
+(n x n x k) GEMM of a mostly-zero weight matrix). Memory O(b n + n k), never n x n: the
+impostor search is this blocked scan, redone at every evaluation (the active set follows L).
+"""
+
+import numpy as np
+
+from ..pairs.index import scatter_add_rows
+from ._lmnn_kernels import impostor_block
+
+__all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
+
+BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
+
+
+def default_block_rows(n_samples, itemsize):
+    """Rows per block: a (b, n) buffer of about 32 MiB, at least 16 rows, at most n."""
+    return int(min(n_samples, max(16, BLOCK_BYTES // (n_samples * itemsize))))
+
+
+def cost_grad_embedded(Z, codes, targets, regularization=0.5, block_rows=None):
+    """LMNN's J and dJ/dZ from embeddings Z (n, k) (module docstring).
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n_samples, n_components), float32 or float64
+    codes : ndarray of shape (n_samples,), int64
+        Class codes.
+    targets : ndarray of shape (n_samples, n_neighbors), int64
+        Target neighbours of each point (rows into Z); -1 for none (a class too small).
+    regularization : float, default=0.5
+        mu, the weight of the pull term (1 - mu weighs the push term).
+    block_rows : int, default=None
+        Anchors per block (None: :func:`default_block_rows`).
+
+    Returns
+    -------
+    J : float
+    dZ : ndarray of shape (n_samples, n_components), dtype of Z
+    n_active : int
+        The number of active triples (i, j, l).
+    """
+    Z = np.ascontiguousarray(Z)
+    n, k = Z.shape
+    mu, push = float(regularization), 1.0 - float(regularization)
+    has = targets >= 0
+    safe = np.where(has, targets, np.arange(n)[:, None])
+    delta = Z[:, None, :] - Z[safe]  # (n, K, k): z_i - z_j, 0 where no target
+    target_d = np.einsum("ijk,ijk->ij", delta, delta).astype(np.float64)
+    target_d[~has] = -np.inf  # never active
+    counts = np.zeros(target_d.shape)
+    b = block_rows or default_block_rows(n, Z.itemsize)
+    buffer = np.empty((min(b, n), n), dtype=Z.dtype)
+    sq_norms = np.einsum("ij,ij->i", Z, Z).astype(np.float64)
+    dZ = np.zeros((n, k))  # float64 accumulator
+    hinge = 0.0
+    for start in range(0, n, b):
+        stop = min(start + b, n)
+        G = buffer[: stop - start]
+        np.matmul(Z[start:stop], Z.T, out=G)  # Gram block
+        hinge += impostor_block(G, sq_norms, Z, codes, start, target_d[start:stop],
+                                counts[start:stop], push / n, dZ)
+    a = np.where(has, (mu + push * counts) / n, 0.0)  # target weights v_ij
+    weighted = 2 * a[:, :, None] * delta  # (n, K, k): dJ/dz_i of each target pair
+    dZ += weighted.sum(axis=1)
+    scatter_add_rows(dZ, safe.ravel(), weighted.reshape(-1, k), -1.0)
+    pull = float(np.sum(np.where(has, target_d, 0.0)))
+    J = (mu * pull + push * hinge) / n
+    return J, dZ.astype(Z.dtype), int(counts.sum())
+
+
+def cost_grad(L, X, codes, targets, regularization=0.5, block_rows=None):
+    """Linear LMNN: J(L) and dJ/dL (k, d) for ``Z = X L^T`` (``(dJ/dZ)^T X``).
+
+    Parameters
+    ----------
+    L : ndarray of shape (n_components, n_features)
+    X : ndarray of shape (n_samples, n_features)
+    codes, targets, regularization, block_rows
+        As :func:`cost_grad_embedded`.
+
+    Returns
+    -------
+    J : float
+    G : ndarray of shape (n_components, n_features)
+    """
+    J, dZ, _ = cost_grad_embedded(X @ L.T, codes, targets, regularization, block_rows)
+    return J, dZ.T @ X
+
+
+def objective(X, codes, targets, n_components, regularization=0.5, block_rows=None):
+    """``f(theta) -> (J, dJ/dtheta)`` on the flat L (n_components * n_features), computed in
+    X's dtype (float32 kept)."""
+    d = X.shape[1]
+
+    def f(theta):
+        L = np.asarray(theta, dtype=X.dtype).reshape(n_components, d)
+        J, G = cost_grad(L, X, codes, targets, regularization, block_rows)
+        return J, G.ravel()
+
+    return f

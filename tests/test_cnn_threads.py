@@ -1,0 +1,137 @@
+"""The convnet's layers on fixed work units: the same numbers on any thread count (bit for bit),
+the same as one whole-batch kernel call, and the spans that share the units among threads."""
+
+import numpy as np
+import pytest
+
+from metricfit.cnn import ConvNetwork, SiameseObjective, _kernels, network_spec, num_threads
+from metricfit.cnn.layers import (
+    GEMM_SPLIT,
+    TANH_SPLIT,
+    Conv2D,
+    Subsample,
+    Tanh,
+    dense_backward,
+    dense_forward,
+    lenet_table,
+)
+from metricfit.cnn.threads import CHUNK, GRAIN, MIN_SPANS, map_spans, spans
+
+THREADS = (1, 2, 3, 5)  # 5 image blocks below: 1 and 5 threads take whole blocks, 2 and 3 units
+
+
+def test_spans_cover_the_units_in_order_and_balance_their_cost():
+    costs = np.array([1, 1, 1, 1, 8, 1, 1, 1, 1, 8], float)
+    for n in (1, 2, 3, 4, 16):
+        parts = spans(costs, n)
+        assert parts[0][0] == 0 and parts[-1][1] == costs.size
+        assert all(a < b for a, b in parts)
+        assert all(b == c for (_, b), (c, _) in zip(parts[:-1], parts[1:], strict=True))
+        assert len(parts) <= min(n, costs.size)
+    assert spans(costs, 2) == [(0, 5), (5, 10)]  # 12 and 12
+    assert spans(np.ones(3), 8) == [(0, 1), (1, 2), (2, 3)]
+    assert spans(np.zeros(0), 4) == []
+
+
+def test_map_spans_returns_the_results_in_span_order():
+    for n in (1, 2, 3):
+        with num_threads(n):
+            parts = map_spans(lambda a, b: list(range(a, b)), np.ones(7))
+        assert sum(parts, []) == list(range(7))
+        assert len(parts) == min(7, 1 if n == 1 else max(GRAIN * n, MIN_SPANS))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_paper_network_gives_the_same_numbers_on_any_thread_count(dtype):
+    """56x46 images, 37 pairs (74 images: 5 blocks of CHUNK, the last partial): C5's GEMMs
+    run in blocks (74 x 1125 x 250 multiply-adds > GEMM_SPLIT), C3 has its partial table."""
+    net = ConvNetwork(network_spec((56, 46)))
+    assert 74 * 1125 * 250 >= GEMM_SPLIT and -(-74 // CHUNK) == 5
+    rng = np.random.default_rng(3)
+    theta = net.init(rng)
+    pairs = rng.normal(size=(37, 2, 56, 46)).astype(dtype)
+    s = np.where(np.arange(37) % 3 == 0, 1, -1)
+    objective = SiameseObjective(net, pairs, s)
+    results = []
+    for n in THREADS:
+        with num_threads(n):
+            J, G = objective.batch(theta, np.arange(37))
+            E = net.transform(theta, pairs[:, 1], batch_size=50)
+        results.append((J, G, E))
+    for J, G, E in results[1:]:
+        assert J == results[0][0]
+        np.testing.assert_array_equal(G, results[0][1])
+        np.testing.assert_array_equal(E, results[0][2])
+    assert np.isfinite(results[0][1]).all() and np.abs(results[0][1]).max() > 0
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_conv_and_subsampling_units_match_the_whole_batch_kernels(threads):
+    """float64, a partial connection table: the layers' units (per image, per (block, map))
+    give what one whole-batch kernel call gives (the weight gradients up to the order of the
+    blocks' sums)."""
+    rng = np.random.default_rng(4)
+    n = 2 * CHUNK + 7
+    X = rng.normal(size=(n, 6, 13, 11))
+    conv = Conv2D(6, 10, (6, 6), lenet_table(6, 10), squash=True)
+    sub = Subsample(10, (3, 2), squash=True)  # 8x6 -> 2x3: two rows dropped
+    assert not conv.table.all()
+    p, q = conv.init(rng), {"coef": rng.normal(size=10), "bias": rng.normal(size=10)}
+    with num_threads(threads):
+        Y, cache = conv.forward(p, X)
+        dY = rng.normal(size=Y.shape)
+        dX, grads = conv.backward(p, cache, dY)
+    np.testing.assert_array_equal(Y, _kernels.conv2d_forward(X, p["W"], p["b"], conv._table_u8,
+                                                             True))
+    ref = _kernels.conv2d_backward(X, p["W"], conv._table_u8, dY, True, Y)
+    np.testing.assert_array_equal(dX, ref[0])
+    np.testing.assert_allclose(grads["W"], ref[1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(grads["b"], ref[2], rtol=1e-12, atol=1e-12)
+    assert not grads["W"][~conv.table].any()
+    with num_threads(threads):
+        Z, cache = sub.forward(q, Y)
+        dZ = rng.normal(size=Z.shape)
+        dY2, sub_grads = sub.backward(q, cache, dZ)
+    Z_ref, means = _kernels.subsample_forward(Y, q["coef"], q["bias"], *sub.window, True)
+    np.testing.assert_array_equal(Z, Z_ref)
+    ref = _kernels.subsample_backward(means, q["coef"], dZ, *Y.shape[2:], *sub.window, Z)
+    np.testing.assert_array_equal(dY2, ref[0])
+    np.testing.assert_allclose(sub_grads["coef"], ref[1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(sub_grads["bias"], ref[2], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocked_dense_products_equal_the_plain_products_on_any_thread_count(dtype):
+    rng = np.random.default_rng(5)
+    X, W = rng.normal(size=(70, 1125)).astype(dtype), rng.normal(size=(250, 1125)).astype(dtype)
+    b, dY = rng.normal(size=250).astype(dtype), rng.normal(size=(70, 250)).astype(dtype)
+    assert 70 * 1125 * 250 >= GEMM_SPLIT
+    out = []
+    for n in (1, 2, 3):
+        with num_threads(n):
+            out.append((dense_forward(X, W, b),) + dense_backward(X, W, dY))
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    plain = (X @ W.T + b, dY @ W, dY.T @ X, dY.sum(axis=0))
+    for got, want in zip(out[0], plain, strict=True):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+    for other in out[1:]:
+        for got, first in zip(other, out[0], strict=True):
+            np.testing.assert_array_equal(got, first)
+
+
+def test_the_tanh_layer_in_chunks_equals_one_pass():
+    """Above TANH_SPLIT values the Tanh layer runs in chunks of images on the threads: the same
+    values as the single pass (element-wise)."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(40, TANH_SPLIT // 40 + 1))
+    layer = Tanh()
+    with num_threads(1):
+        Y1, _ = layer.forward({}, X[:2])  # under TANH_SPLIT: one pass
+    with num_threads(3):
+        Y, cache = layer.forward({}, X)
+        dX, _ = layer.backward({}, cache, np.ones_like(Y))
+    assert X.size >= TANH_SPLIT
+    np.testing.assert_array_equal(Y[:2], Y1)
+    np.testing.assert_allclose(Y, np.tanh(X), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(dX, 1 - np.tanh(X) ** 2, rtol=1e-12, atol=1e-14)

@@ -1,0 +1,118 @@
+"""MLKR (metricfit.losses.mlkr, metricfit.learners.mlkr): the loss against the paper's
+leave-one-out regression point by point, the hand-derived gradient against central
+differences, blocks, and fits."""
+
+import numpy as np
+import pytest
+from _reference import central_differences, relative_error
+from sklearn.exceptions import NotFittedError
+
+from metricfit.learners import MLKR
+from metricfit.losses import mlkr
+
+
+def loss_ref(A, X, y):
+    """eqs. 2-3 point by point: yhat_i = sum_{j != i} y_j k_ij / sum_{j != i} k_ij."""
+    Z = X @ A.T
+    J = 0.0
+    for i in range(len(X)):
+        k = np.array([np.exp(-np.sum((Z[i] - Z[j]) ** 2)) if j != i else 0.0
+                      for j in range(len(X))])
+        J += (k @ y / k.sum() - y[i]) ** 2
+    return J
+
+
+def cost_grad_embedded_ref(Z, y):
+    """NumPy twin of the kernel (dense, every entry): J and dJ/dZ = 2 (diag(r + c) Z - W Z -
+    W^T Z) with w_ij = -2 (yhat_i - y_i) p_ij (y_j - yhat_i)."""
+    D = np.sum((Z[:, None] - Z[None]) ** 2, axis=2)
+    np.fill_diagonal(D, np.inf)
+    E = np.exp(D.min(axis=1, keepdims=True) - D)
+    P = E / E.sum(axis=1, keepdims=True)
+    y_hat = P @ y
+    W = -2 * (y_hat - y)[:, None] * P * (y[None, :] - y_hat[:, None])
+    r, c = W.sum(axis=1), W.sum(axis=0)
+    return np.sum((y_hat - y) ** 2), 2 * ((r + c)[:, None] * Z - W @ Z - W.T @ Z)
+
+
+@pytest.mark.parametrize("scale", [0.3, 1.0, 8.0])
+def test_kernel_matches_its_dense_numpy_twin(scale):
+    rng = np.random.default_rng(9)
+    Z, y = scale * rng.normal(size=(60, 3)), rng.normal(size=60)
+    J, dZ = mlkr.cost_grad_embedded(Z, y, block_rows=11)
+    J_ref, dZ_ref = cost_grad_embedded_ref(Z, y)
+    np.testing.assert_allclose(J, J_ref, rtol=1e-12)
+    np.testing.assert_allclose(dZ, dZ_ref, rtol=1e-10, atol=1e-12 * np.abs(dZ_ref).max())
+    J32, dZ32 = mlkr.cost_grad_embedded(Z.astype(np.float32), y)
+    np.testing.assert_allclose(J32, J_ref, rtol=1e-4)
+    np.testing.assert_allclose(dZ32, dZ_ref, rtol=1e-3, atol=1e-3 * np.abs(dZ_ref).max())
+
+
+@pytest.mark.parametrize("share", [0.0, 2.0])
+def test_scatter_and_gemm_paths_agree(monkeypatch, share):
+    import metricfit.losses.mlkr as module
+
+    rng = np.random.default_rng(10)
+    Z, y = 2.0 * rng.normal(size=(50, 4)), rng.normal(size=50)
+    J_ref, dZ_ref = cost_grad_embedded_ref(Z, y)
+    monkeypatch.setattr(module, "SPARSE_SHARE", share)  # 0: always GEMMs, 2: always scatter
+    J, dZ = mlkr.cost_grad_embedded(Z, y, block_rows=13)
+    np.testing.assert_allclose(J, J_ref, rtol=1e-12)
+    np.testing.assert_allclose(dZ, dZ_ref, rtol=1e-10, atol=1e-12 * np.abs(dZ_ref).max())
+
+
+def problem(n=40, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)), rng.normal(size=n), 0.5 * rng.normal(size=(3, d))
+
+
+def test_cost_matches_the_paper_and_gradient_central_differences():
+    X, y, A = problem()
+    J, G = mlkr.cost_grad(A, X, y, block_rows=7)
+    assert np.isclose(J, loss_ref(A, X, y), rtol=1e-12)
+    num = central_differences(lambda B: mlkr.cost_grad(B, X, y)[0], A)
+    assert relative_error(G, num, J) < 1e-7
+
+
+def test_blocks_and_float32():
+    X, y, A = problem(n=70, seed=1)
+    J1, G1 = mlkr.cost_grad(A, X, y)
+    J2, G2 = mlkr.cost_grad(A, X, y, block_rows=9)
+    np.testing.assert_allclose(J1, J2, rtol=1e-12)
+    np.testing.assert_allclose(G1, G2, rtol=1e-10, atol=1e-12)
+    J3, G3 = mlkr.cost_grad(A.astype(np.float32), X.astype(np.float32), y.astype(np.float32))
+    assert G3.dtype == np.float32
+    np.testing.assert_allclose(J3, J1, rtol=1e-4)
+    np.testing.assert_allclose(G3, G1, rtol=1e-3, atol=1e-3 * np.abs(G1).max())
+
+
+def test_far_points_do_not_underflow_into_nan():
+    X, y, A = problem(n=20, seed=2)
+    J, G = mlkr.cost_grad(30 * A, X, y)  # kernels of all but the nearest underflow to 0
+    assert np.isfinite(J) and np.isfinite(G).all()
+
+
+def test_fit_finds_the_relevant_feature():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(100, 4))
+    y = np.sin(2 * X[:, 1])
+    est = MLKR().fit(X, y)
+    M = est.get_mahalanobis_matrix()
+    assert M[1, 1] > 10 * np.delete(np.diag(M), 1).max()
+    assert est.objective_ < mlkr.cost_grad(np.eye(4), X, y)[0]
+    with pytest.raises(NotFittedError, match="calibrate_threshold"):
+        est.predict(X[:4].reshape(2, 2, 4))  # real targets: no threshold_ from fit
+    est.calibrate_threshold(X[:8].reshape(4, 2, 4), [1, -1, 1, -1])
+    assert est.predict(X[:4].reshape(2, 2, 4)).shape == (2,)
+    est32 = MLKR(n_components=2).fit(X.astype(np.float32), y)
+    assert est32.components_.dtype == np.float32 and est32.components_.shape == (2, 4)
+
+
+def test_bad_targets_are_named():
+    X = np.zeros((5, 2))
+    with pytest.raises(ValueError, match="y must be 1-D with one real target per sample"):
+        MLKR().fit(X, np.zeros(4))
+    with pytest.raises(ValueError, match="y contains NaN"):
+        MLKR().fit(X, [0, 1, np.nan, 2, 3])
+    with pytest.raises(ValueError, match="y must hold real targets"):
+        MLKR().fit(X, list("abcde"))
