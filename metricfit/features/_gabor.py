@@ -94,7 +94,7 @@ def _bank_spectra(kernels, shape):
     return spectra
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pooled_magnitudes_into(responses, pad_r, pad_c, rows, cols, block_h, block_w, step_h,
                             step_w, out, offset):  # pragma: no cover (compiled)
     """Mean of ``|responses[k]|`` over the image part (offset by the padding) in each block
