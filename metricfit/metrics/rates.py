@@ -19,6 +19,15 @@ THRESHOLD_STRATEGIES = ("accuracy", "eer")
 _RELATIVE_MARGIN = 1e-12
 
 
+def _array_api(name, y_true, scores, *args, what="scores"):
+    """The result of :mod:`._xp`'s ``name`` when the input is a dispatched array-API array
+    (torch, CuPy, ...; :func:`metricfit.array_api_dispatch`), else None (NumPy path)."""
+    from . import _xp  # imports this module
+
+    xp, dispatched = _xp.namespace(y_true, scores, what)
+    return getattr(_xp, name)(xp, y_true, scores, *args) if dispatched else None
+
+
 def _cut_counts(s, scores):
     """Distinct sorted scores and, for each cut c, the genuine and impostor pairs rejected.
 
@@ -91,7 +100,12 @@ def max_decision_accuracy(y_true, scores):
     >>> accuracy, threshold = max_decision_accuracy(y, [0.9, 0.8, 0.3, 0.4, 0.2, 0.1])
     >>> round(accuracy, 4), threshold   # 5 of 6 right: only the 0.3 genuine pair is missed
     (0.8333, 0.25)
+
+    Torch, CuPy or array_api_strict input with dispatch on is computed in its namespace
+    (:mod:`metricfit.metrics._xp`); the results are Python floats in every case.
     """
+    if (done := _array_api("max_decision_accuracy", y_true, scores)) is not None:
+        return done
     s, scores = check_labels_and_scores(y_true, scores)
     unique, rejected_genuine, rejected_impostor = _cut_counts(s, scores)
     correct = (rejected_genuine[-1] - rejected_genuine) + rejected_impostor
@@ -128,7 +142,12 @@ def equal_error_rate(y_true, scores):
     >>> eer, threshold = equal_error_rate([1, 1, 1, -1, -1, -1], [0.9, 0.8, 0.3, 0.4, 0.2, 0.1])
     >>> round(eer, 4), threshold   # at 0.4: one genuine in 3 rejected, one impostor in 3 accepted
     (0.3333, 0.4)
+
+    Torch, CuPy or array_api_strict input with dispatch on is computed in its namespace
+    (sorted scores and cumulative counts, :mod:`metricfit.metrics._xp`).
     """
+    if (done := _array_api("equal_error_rate", y_true, scores)) is not None:
+        return done
     s, scores = check_labels_and_scores(y_true, scores)
     unique, rejected_genuine, rejected_impostor = _cut_counts(s, scores)
     far, frr = _rates(rejected_genuine, rejected_impostor)
@@ -148,8 +167,12 @@ def roc_curve(y_true, scores, *, drop_intermediate=False):
     """ROC curve ``(far, tar, thresholds)``: :func:`sklearn.metrics.roc_curve`, pos_label=+1.
 
     Thresholds decrease from ``inf`` (accept nothing), as in scikit-learn; unlike it,
-    ``drop_intermediate`` defaults to False (one point per distinct score).
+    ``drop_intermediate`` defaults to False (one point per distinct score). Torch, CuPy or
+    array_api_strict input with dispatch on: computed in its namespace (``drop_intermediate``
+    False only), the arrays on its device.
     """
+    if not drop_intermediate and (done := _array_api("roc_curve", y_true, scores)) is not None:
+        return done
     s, scores = check_labels_and_scores(y_true, scores)
     return sklearn_roc_curve(s, scores, pos_label=1, drop_intermediate=drop_intermediate)
 
@@ -159,7 +182,10 @@ def fa_fr_curve(y_true, scores):
 
     ``thresholds`` holds the m distinct scores in increasing order, then ``inf`` (reject all);
     ``far[k]``, ``frr[k]`` are the rates when accepting ``score >= thresholds[k]``.
+    Array-API input (dispatch on): arrays of its namespace, on its device.
     """
+    if (done := _array_api("fa_fr_curve", y_true, scores)) is not None:
+        return done
     s, scores = check_labels_and_scores(y_true, scores)
     unique, rejected_genuine, rejected_impostor = _cut_counts(s, scores)
     far, frr = _rates(rejected_genuine, rejected_impostor)
