@@ -18,9 +18,21 @@ import math
 import numpy as np
 
 from .._array_api import device_of, get_namespace, to_numpy
-from .rates import _beyond
 
 __all__ = []
+
+_RELATIVE_MARGIN = 1e-12
+
+
+def _beyond(unique, side):
+    """A threshold just below the minimum (side=-1) or just above the maximum (side=+1).
+
+    The offset ``1e-12 * max(|min|, |max|)`` (at least the smallest normal float) always
+    moves off the extreme score; it gives +-inf only for scores near the float64 limit.
+    """
+    low, high = float(unique[0]), float(unique[-1])
+    margin = max(_RELATIVE_MARGIN * max(abs(low), abs(high)), np.finfo(np.float64).tiny)
+    return high + margin if side > 0 else low - margin
 
 
 def namespace(y_true, scores, what="scores"):

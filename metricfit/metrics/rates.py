@@ -10,20 +10,19 @@ import numpy as np
 from sklearn.metrics import roc_curve as sklearn_roc_curve
 
 from ..pairs.checks import check_labels_and_scores
+from . import _xp
+from ._xp import _beyond
 
 __all__ = ["max_decision_accuracy", "equal_error_rate", "roc_curve", "fa_fr_curve",
            "false_reject_at_false_accept", "accuracy_at_threshold", "calibrate_threshold",
            "fnmr_at_fmr"]
 
 THRESHOLD_STRATEGIES = ("accuracy", "eer")
-_RELATIVE_MARGIN = 1e-12
 
 
 def _array_api(name, y_true, scores, *args, what="scores"):
     """The result of :mod:`._xp`'s ``name`` when the input is a dispatched array-API array
     (torch, CuPy, ...; :func:`metricfit.array_api_dispatch`), else None (NumPy path)."""
-    from . import _xp  # imports this module
-
     xp, dispatched = _xp.namespace(y_true, scores, what)
     return getattr(_xp, name)(xp, y_true, scores, *args) if dispatched else None
 
@@ -47,17 +46,6 @@ def _rates(rejected_genuine, rejected_impostor):
     far = (n_impostor - rejected_impostor) / n_impostor
     frr = rejected_genuine / n_genuine
     return far, frr
-
-
-def _beyond(unique, side):
-    """A threshold just below the minimum (side=-1) or just above the maximum (side=+1).
-
-    The offset ``1e-12 * max(|min|, |max|)`` (at least the smallest normal float) always
-    moves off the extreme score; it gives +-inf only for scores near the float64 limit.
-    """
-    low, high = float(unique[0]), float(unique[-1])
-    margin = max(_RELATIVE_MARGIN * max(abs(low), abs(high)), np.finfo(np.float64).tiny)
-    return high + margin if side > 0 else low - margin
 
 
 def _cut_threshold(unique, cut):

@@ -5,6 +5,12 @@ descriptors to a few hundred whitened dimensions, WCCN normalises the within-cla
 (or initialises a metric learner). Both take points (n_samples, n_features) or pairs
 (n_pairs, 2, n_features); float32/float64 are kept (output dtype = input dtype), other numbers
 become float64. Decompositions run in float64 through LAPACK (``scipy.linalg``).
+
+Torch, CuPy or array_api_strict input with array-API dispatch on
+(:func:`metricfit.array_api_dispatch`) is fitted and transformed in its namespace and on its
+device (:mod:`metricfit.whitening.array_api`). Threads: every step is a BLAS GEMM or a LAPACK
+decomposition (already multi-threaded by BLAS under :func:`metricfit.threads`), apart from the
+O(n d) centring and class means, so nothing here runs on metricfit's own pool.
 """
 
 from numbers import Integral, Real
@@ -14,31 +20,19 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import Interval, PointOutputMixin, validate_params
-from .pairs import check_pair_labels
-from .pairs.checks import (
+from .._validation import Interval, PointOutputMixin, validate_params
+from ..pairs import check_pair_labels
+from ..pairs.checks import (
     check_identity_labels,
     check_representable,
     check_transformer_input,
     largest_magnitude,
     scale_exponent,
 )
-from .pairs.index import IndexPairs, check_pair_input, pair_differences
+from ..pairs.index import IndexPairs, check_pair_input, pair_differences
+from .array_api import _ILL_CONDITIONED, _rank_rtol, fit_wccn, fit_wpca, namespace, transform_fitted
 
 __all__ = ["WPCA", "WCCN"]
-
-#: Below this ratio to the largest eigenvalue, eigenvalues of a covariance formed as
-#: X^T X are round-off (its condition is that of X squared): they are recomputed from the
-#: singular values of X itself, exact to eps relative to the largest.
-_ILL_CONDITIONED = 1e-8
-
-
-def _rank_rtol(n, d):
-    """The relative cut-off on eigenvalues matching the data's numerical rank: a singular
-    value <= s_max * max(n, d) * eps is zero (``numpy.linalg.matrix_rank``, scikit-learn's
-    PCA), i.e. an eigenvalue (s^2) <= lam_max * (max(n, d) * eps)^2."""
-    return (max(n, d) * np.finfo(np.float64).eps) ** 2
-
 
 def _fix_signs(V):
     """Flip each column of ``V`` so that its largest-magnitude entry is positive."""
@@ -201,6 +195,9 @@ class WPCA(_Whitener):
         self : WPCA
         """
         validate_params(self)
+        xp, dispatched = namespace(X, names=["X"])
+        if dispatched:
+            return fit_wpca(self, X, xp)
         X = check_transformer_input(self, X, reset=True)
         X = X.reshape(-1, X.shape[-1])
         n, d = X.shape
@@ -231,6 +228,8 @@ class WPCA(_Whitener):
         Computes :math:`(X - \\mu) W^T` with the input's dtype.
         """
         check_is_fitted(self)
+        if (Z := transform_fitted(self, X, "mean_")) is not None:
+            return Z
         Z = _project(check_transformer_input(self, X, reset=False), self.components_, self.mean_)
         return self._wrap_output(Z, X)
 
@@ -387,6 +386,9 @@ class WCCN(_Whitener):
         if isinstance(X, IndexPairs):
             return self.fit_index_pairs(X.points, X.index, y)
         validate_params(self)
+        xp, dispatched = namespace(X, names=["X"])
+        if dispatched:
+            return fit_wccn(self, X, y, xp)
         if y is None:
             raise ValueError("WCCN requires y to be passed, but the target y is None.")
         X = check_transformer_input(self, X, reset=True)
@@ -460,6 +462,8 @@ class WCCN(_Whitener):
     def transform(self, X):
         """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k) as :math:`X W^T`."""
         check_is_fitted(self)
+        if (Z := transform_fitted(self, X)) is not None:
+            return Z
         Z = _project(check_transformer_input(self, X, reset=False), self.components_)
         return self._wrap_output(Z, X)
 
