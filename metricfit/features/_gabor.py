@@ -140,14 +140,19 @@ class GaborPlan:
                      sp_fft.next_fast_len(cols + 2 * pad_c))
             self.groups.append((first, pad_r, pad_c, shape, _bank_spectra(group, shape)))
 
-    def responses(self, images):
+    def responses(self, image):
         """Per group: ``(first, pad_r, pad_c, responses)`` with the complex responses of the
-        reflected, zero-filled images (n, rows, cols) on the image's columns, (n, n_group,
-        fft rows, cols); the image part starts at (pad_r, pad_c). The inverse FFT runs along
-        the rows of all rows, then along the columns of the image columns only (a pruned 2-D
-        inverse FFT). The FFTs of the n images are one batched call each (the Python
-        overhead, which holds the GIL, is paid once per batch: threads scale); every image's
-        transform is the same computation as alone."""
+        reflected, zero-filled image on the image's columns, (n_group, fft rows, cols); the
+        image part starts at (pad_r, pad_c). The inverse FFT runs along the rows of all
+        rows, then along the columns of the image columns only (a pruned 2-D inverse FFT)."""
+        for first, pad_r, pad_c, responses in self.batch_responses(image[None]):
+            yield first, pad_r, pad_c, responses[0]
+
+    def batch_responses(self, images):
+        """:meth:`responses` of a stack of images (n, rows, cols): responses of shape (n,
+        n_group, fft rows, cols). The FFTs of the n images are one batched call each (the
+        Python overhead, which holds the GIL, is paid once per batch, so that threads scale);
+        each image's transform is the same computation as alone, bit for bit."""
         n = images.shape[0]
         for first, pad_r, pad_c, shape, spectra in self.groups:
             padded = np.zeros((n,) + shape)
@@ -193,7 +198,7 @@ def gabor_magnitudes(images, kernels, block, step=None, plan=None):
     out = np.empty((n, dim))
     n_blocks = dim // len(kernels)
     for start in range(0, n, _BATCH):  # a fixed batch: bounds the responses' memory
-        for first, pad_r, pad_c, responses in plan.responses(images[start:start + _BATCH]):
+        for first, pad_r, pad_c, responses in plan.batch_responses(images[start:start + _BATCH]):
             for i in range(responses.shape[0]):
                 _pooled_magnitudes_into(responses[i], pad_r, pad_c, rows, cols, block[0],
                                         block[1], step[0], step[1], out[start + i],
