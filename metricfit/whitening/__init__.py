@@ -8,9 +8,12 @@ become float64. Decompositions run in float64 through LAPACK (``scipy.linalg``).
 
 Torch, CuPy or array_api_strict input with array-API dispatch on
 (:func:`metricfit.array_api_dispatch`) is fitted and transformed in its namespace and on its
-device (:mod:`metricfit.whitening.array_api`). Threads: every step is a BLAS GEMM or a LAPACK
-decomposition (already multi-threaded by BLAS under :func:`metricfit.threads`), apart from the
-O(n d) centring and class means, so nothing here runs on metricfit's own pool.
+device (:mod:`metricfit.whitening.array_api`). Threads: the O(n d min(n, d)) work is BLAS
+GEMMs and LAPACK decompositions (multi-threaded by BLAS under :func:`metricfit.threads`); of
+the O(n d) rest, the elementwise centring and WCCN's class sums and deviations run on the
+package's threads over fixed blocks (:func:`metricfit.parallel.map_blocks`: row for row the
+same arithmetic, so bit-identical on any thread count); the column means stay serial (a
+blocked sum would round differently). ``benchmarks/bench_wpca.py --split`` measures the share.
 """
 
 from numbers import Integral, Real
@@ -30,6 +33,7 @@ from ..pairs.checks import (
     scale_exponent,
 )
 from ..pairs.index import IndexPairs, check_pair_input, pair_differences
+from ..parallel import map_blocks
 from .array_api import _ILL_CONDITIONED, _rank_rtol, fit_wccn, fit_wpca, namespace, transform_fitted
 
 __all__ = ["WPCA", "WCCN"]
@@ -234,6 +238,10 @@ class WPCA(_Whitener):
         return self._wrap_output(Z, X)
 
 
+#: Fixed work units of the O(n d) steps: rows per block, classes per block.
+_ROWS, _CLASSES = 1024, 128
+
+
 def _centred(X, e):
     """(X - mean, mean) in float64 of X rescaled by ``2**-e``: a fresh array, centred in
     place (for e = 0 the mean is X's own float64 mean, bit for bit as before)."""
@@ -242,8 +250,13 @@ def _centred(X, e):
         mean = Xc.mean(axis=0)
     else:
         mean = X.mean(axis=0, dtype=np.float64)
-        Xc = X.astype(np.float64)
-    Xc -= mean
+        Xc = np.empty(X.shape)
+    source = Xc if e else X
+
+    def centre(rows):  # elementwise: the same bits on any number of threads
+        Xc[rows] = source[rows] - mean
+
+    map_blocks(centre, X.shape[0], _ROWS)
     return Xc, mean
 
 
@@ -264,9 +277,22 @@ def _class_deviations(X, y):
     _, inv, counts = np.unique(inv[keep], return_inverse=True, return_counts=True)
     X = X[keep]
     order = np.argsort(inv, kind="stable")
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    means = np.add.reduceat(X[order], starts, axis=0) / counts[:, None]
-    return (X - means[inv]) / np.sqrt(counts.size * counts[inv])[:, None]
+    ends = np.cumsum(counts)
+    starts = ends - counts
+
+    def class_sums(classes):  # a block of classes: their rows are contiguous in `order`
+        rows = order[starts[classes.start]:ends[classes.stop - 1]]
+        return np.add.reduceat(X[rows], starts[classes] - starts[classes.start], axis=0)
+
+    means = np.concatenate(map_blocks(class_sums, counts.size, _CLASSES)) / counts[:, None]
+    scale = np.sqrt(counts.size * counts[inv])
+    Z = np.empty(X.shape)
+
+    def deviations(rows):
+        Z[rows] = (X[rows] - means[inv[rows]]) / scale[rows, None]
+
+    map_blocks(deviations, X.shape[0], _ROWS)
+    return Z
 
 
 def _difference_scatter(pairs, e):
