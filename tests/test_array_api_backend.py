@@ -192,7 +192,8 @@ def test_scalar_metrics_are_python_floats(to, dtype, name, trials):
 
 
 @pytest.mark.parametrize("name", ["roc_curve", "det_curve", "fa_fr_curve", "pav_llr",
-                                  "roc_convex_hull"])
+                                  "roc_convex_hull", "false_reject_at_false_accept",
+                                  "fnmr_at_fmr"])
 def test_curves_in_the_input_namespace(to, name, trials):
     y, scores = trials
     ref, got = getattr(M, name)(y, scores), getattr(M, name)(to(y), to(scores))

@@ -158,6 +158,15 @@ def min_dcf(xp, y_true, scores, w_miss, w_fa):
     return float(dcf[best]), cut_threshold(unique, best)
 
 
+def false_reject_at_false_accept(xp, y_true, scores, targets):
+    """FRR at the lowest threshold whose FAR is at most each target (host-checked targets)."""
+    unique, rejected_genuine, rejected_impostor = _counts(xp, y_true, scores)
+    far, frr = rates(xp, rejected_genuine, rejected_impostor)
+    wanted = xp.asarray(-targets.reshape(-1), dtype=far.dtype, device=device_of(far))
+    first_below = xp.searchsorted(-far, wanted, side="left")
+    return xp.reshape(xp.take(frr, first_below), targets.shape)
+
+
 def _mean_of(xp, flags):
     """The mean of boolean flags as NumPy computes it (a count over a count)."""
     count = int(xp.sum(xp.astype(flags, xp.int64)))

@@ -195,11 +195,15 @@ def false_reject_at_false_accept(y_true, scores, far=(0.1, 0.01, 0.001)):
     Returns
     -------
     frr : ndarray of the shape of ``far``
+        An array of the scores' namespace, on their device, for array-API input with
+        dispatch on.
     """
-    s, scores = check_labels_and_scores(y_true, scores)
     targets = np.asarray(far, dtype=np.float64)
     if not (np.isfinite(targets).all() and (targets >= 0).all() and (targets <= 1).all()):
         raise ValueError(f"far targets must be rates in [0, 1], got {far!r}.")
+    if (done := _array_api("false_reject_at_false_accept", y_true, scores, targets)) is not None:
+        return done
+    s, scores = check_labels_and_scores(y_true, scores)
     _, rejected_genuine, rejected_impostor = _cut_counts(s, scores)
     far_at_cut, frr_at_cut = _rates(rejected_genuine, rejected_impostor)
     first_below = np.searchsorted(-far_at_cut, -targets, side="left")
