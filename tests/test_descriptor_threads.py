@@ -46,3 +46,19 @@ def test_transform_runs_fixed_blocks_on_the_pool(images, monkeypatch):
         hog.transform(images)
     assert seen == [(37, _ImageDescriptor._block)]
     assert len(parallel.blocks(37, _ImageDescriptor._block)) == 3
+
+
+def test_conversion_and_nan_check_run_on_the_blocks(images):
+    hog = HOG().fit(images)
+    as_uint8 = images.astype(np.uint8)
+    with metricfit.threads(3):
+        assert np.array_equal(hog.transform(as_uint8), hog.transform(as_uint8.astype(float)))
+        assert np.array_equal(hog.transform(images.astype(np.float32)),
+                              hog.transform(images.astype(np.float32).astype(float)))
+        bad = images.copy()
+        bad[36, 5, 5] = np.nan  # in the last block
+        with pytest.raises(ValueError, match="X contains NaN"):
+            hog.transform(bad)
+        bad[36, 5, 5] = np.inf
+        with pytest.raises(ValueError, match="X contains infinity"):  # pairs of images
+            hog.transform(np.stack([images[:2], bad[35:37]], axis=1))
