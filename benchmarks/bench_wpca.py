@@ -5,16 +5,51 @@ as OCLBP histograms (10,974-d), centred; k = 100; one BLAS thread. Prints both t
 ratio and the largest relative eigenvalue difference and eigenvector misalignment.
 
     python benchmarks/bench_wpca.py
+    python benchmarks/bench_wpca.py --split [--threads 1,2]   # no data folder needed
+
+``--split`` answers issue 27's question for WPCA and WCCN (what is left to parallelise beside
+BLAS / LAPACK?): on random data (6000 x 1000, 600 classes of 10) it times the whole ``fit``
+and its only steps that are not a GEMM or a LAPACK call (WPCA: the centring; WCCN: the class
+means and deviations), at each package thread count (:func:`metricfit.threads`, which sets
+BLAS's threads too), and prints their share.
 """
 
+import argparse
 import time
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from metricfit import datasets
+import metricfit
+from metricfit import WCCN, WPCA, datasets
 from metricfit.features import OCLBP
-from metricfit.whitening import _top_eigenpairs
+from metricfit.whitening import _centred, _class_deviations, _top_eigenpairs
+
+
+def _median_time(fn, repeats=3):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def split(counts, n=6000, d=1000, n_classes=600):
+    """``{threads: {step: seconds}}`` of WPCA / WCCN fits and their non-BLAS steps."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d))
+    labels = np.repeat(np.arange(n_classes), n // n_classes)
+    table = {}
+    for t in counts:
+        with metricfit.threads(t):
+            table[t] = {
+                "WPCA fit": _median_time(lambda: WPCA(n_components=200).fit(X)),
+                "WPCA centring": _median_time(lambda: _centred(X, 0)),
+                "WCCN fit": _median_time(lambda: WCCN().fit(X, labels)),
+                "WCCN class deviations": _median_time(lambda: _class_deviations(X, labels)),
+            }
+    return table
 
 
 def main():
@@ -36,4 +71,16 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--split", action="store_true")
+    parser.add_argument("--threads", default="1,2")
+    args = parser.parse_args()
+    if not args.split:
+        main()
+    else:
+        counts = [int(t) for t in args.threads.split(",")]
+        table = split(counts)
+        for t, row in table.items():
+            print(f"{t} thread(s): " + ", ".join(f"{k} {v:.3f} s" for k, v in row.items())
+                  + f"; non-BLAS share: WPCA {row['WPCA centring'] / row['WPCA fit']:.1%}, "
+                  f"WCCN {row['WCCN class deviations'] / row['WCCN fit']:.1%}")

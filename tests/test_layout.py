@@ -253,7 +253,7 @@ def test_the_branch_finder_finds_planted_branches():
 
 MAX_FIT_LINES = 60
 FIT_MODULES = sorted([*(PACKAGE / "learners").glob("*.py"), *(PACKAGE / "backend").glob("*.py"),
-                      PACKAGE / "whitening.py"])
+                      *(PACKAGE / "whitening").glob("*.py")])
 
 
 def _long_fits(source, limit=MAX_FIT_LINES):

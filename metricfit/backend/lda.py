@@ -1,7 +1,18 @@
 """The transformers before PLDA: length normalisation (centre, whiten, L2-normalise;
 Garcia-Romero and Espy-Wilson 2011) and LDA. Both take points (n, d) or pairs (n, 2, d), so
-they run in a :class:`~sklearn.pipeline.Pipeline` before :class:`metricfit.PLDA` on pairs."""
+they run in a :class:`~sklearn.pipeline.Pipeline` before :class:`metricfit.PLDA` on pairs.
 
+Torch, CuPy or array_api_strict input with array-API dispatch on
+(:func:`metricfit.array_api_dispatch`) is fitted and transformed in its namespace and on its
+device, the fitted attributes arrays of that namespace (float64), with the helpers of
+:mod:`metricfit.whitening.array_api`. LDA's generalised eigenproblem ``S_b v = lambda S_w v``
+is reduced there as LAPACK's ``sygvd`` does, by the Cholesky factor ``S_w / n = L L^T``:
+``eigh(L^-1 S_b L^-T) = U diag(lambda) U^T`` and ``V = L^-T U`` (``xp.linalg.cholesky``,
+``solve``, ``eigh``); its rows equal the NumPy path's up to their signs (any eigensolver
+may flip an eigenvector).
+"""
+
+import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -14,6 +25,7 @@ from sklearn.base import (
 )
 from sklearn.utils.validation import check_is_fitted
 
+from .._array_api import device_of, to_numpy
 from .._validation import Interval, PointOutputMixin, validate_params
 from ..pairs import check_pair_labels
 from ..pairs.checks import (
@@ -26,6 +38,15 @@ from ..pairs.checks import (
 )
 from ..pairs.identity import similar_pair_classes
 from ..pairs.rows import l2_normalize
+from ..whitening.array_api import (
+    check_input,
+    class_codes,
+    namespace,
+    rescaled,
+    transform_fitted,
+    unit_rows,
+)
+from ..whitening.array_api import class_means as xp_class_means
 from .plda import class_means, offset_scatter
 
 __all__ = ["LengthNormalizer", "LDA"]
@@ -95,6 +116,9 @@ class LengthNormalizer(PointOutputMixin, OneToOneFeatureMixin, TransformerMixin,
     def fit(self, X, y=None):
         """Fit the mean (and whitening) on points (n, d) or the 2n vectors of pairs."""
         validate_params(self)
+        xp, dispatched = namespace(X, names=["X"])
+        if dispatched:
+            return _fit_length_xp(self, X, xp)
         P = _rows(check_transformer_input(self, X, reset=True)).astype(np.float64)
         if P.shape[0] < 2:
             raise ValueError(f"LengthNormalizer needs at least 2 vectors to fit, got "
@@ -116,6 +140,13 @@ class LengthNormalizer(PointOutputMixin, OneToOneFeatureMixin, TransformerMixin,
     def transform(self, X):
         """Unit-length vectors, same shape and dtype as X."""
         check_is_fitted(self, "mean_")
+        xp, dispatched = namespace(X, self.mean_, names=["X", "mean_"])
+        if dispatched:
+            X = check_input(self, X, xp, reset=False)
+            Z = xp.reshape(X, (-1, X.shape[-1])) - xp.astype(self.mean_, X.dtype)
+            if self.whitening_ is not None:
+                Z = Z @ xp.astype(self.whitening_, X.dtype)
+            return xp.reshape(unit_rows(xp, Z), X.shape)
         given, X = X, check_transformer_input(self, X, reset=False)
         Z = _rows(X) - self.mean_.astype(X.dtype)
         if self.whitening_ is not None:
@@ -180,6 +211,9 @@ class LDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     def fit(self, X, y):
         validate_params(self)
+        xp, dispatched = namespace(X, names=["X"])
+        if dispatched:
+            return _fit_lda_xp(self, X, y, xp)
         X = check_transformer_input(self, X, reset=True)
         what = "y"
         if X.ndim == 3:  # each similar pair a class of two points
@@ -209,6 +243,8 @@ class LDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     def transform(self, X):
         check_is_fitted(self, "components_")
+        if (Z := transform_fitted(self, X, "mean_")) is not None:
+            return Z
         given, X = X, check_transformer_input(self, X, reset=False)
         Z = (_rows(X) - self.mean_.astype(X.dtype)) @ self.components_.T.astype(X.dtype)
         return self._wrap_output(Z.reshape(*X.shape[:-1], -1), given)
@@ -222,3 +258,59 @@ class LDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         tags.input_tags.three_d_array = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+def _fit_length_xp(estimator, X, xp):
+    """:meth:`LengthNormalizer.fit` in namespace ``xp`` (float64 attributes)."""
+    X = check_input(estimator, X, xp, reset=True)
+    P, e = rescaled(xp, xp.reshape(X, (-1, X.shape[-1])))
+    n = P.shape[0]
+    if n < 2:
+        raise ValueError(f"LengthNormalizer needs at least 2 vectors to fit, got n_samples = {n}.")
+    mean = xp.mean(P, axis=0)
+    estimator.mean_ = mean * math.ldexp(1.0, e)
+    estimator.whitening_ = None
+    if estimator.whiten:
+        centred = P - mean
+        lam, V = xp.linalg.eigh(centred.T @ centred / (n - 1))
+        floor = estimator.reg * max(float(xp.max(lam)), np.finfo(float).tiny)
+        lam = xp.maximum(lam, 0.0) + floor
+        estimator.whitening_ = ((V / xp.sqrt(lam)) @ V.T) * math.ldexp(1.0, -e)
+    return estimator
+
+
+def _fit_lda_xp(estimator, X, y, xp):
+    """:meth:`LDA.fit` in namespace ``xp`` (module docstring: the Cholesky reduction)."""
+    X = check_input(estimator, X, xp, reset=True)
+    dev = device_of(X)
+    if X.ndim == 3:  # each similar pair a class of two points
+        s = check_pair_labels(y if isinstance(y, (list, tuple)) else to_numpy(y), X.shape[0],
+                              require_both=False)
+        similar = np.flatnonzero(s == 1)
+        if similar.size < 2:
+            raise ValueError(f"the similar pairs of y (one class each) hold {similar.size} "
+                             "identities: at least 2 are needed.")
+        X = xp.reshape(xp.take(X, xp.asarray(similar, device=dev), axis=0), (-1, X.shape[-1]))
+        codes, counts = np.repeat(np.arange(similar.size), 2), np.full(similar.size, 2)
+    else:
+        codes, counts = class_codes(y, X.shape[0], "y", min_classes=2)
+    n, d = X.shape
+    k = estimator.n_components or min(counts.size - 1, d)
+    if k > d:
+        raise ValueError(f"n_components={k} must be <= n_features={d}.")
+    X64, e = rescaled(xp, X)
+    _, means = xp_class_means(xp, X64, codes, counts)
+    mean = xp.mean(X64, axis=0)
+    offsets = X64 - xp.take(means, xp.asarray(codes, device=dev), axis=0)
+    within = offsets.T @ offsets
+    D = (means - mean) * xp.asarray(np.sqrt(counts.astype(np.float64)), device=dev)[:, None]
+    between = D.T @ D
+    ridge = estimator.reg * float(xp.linalg.trace(within)) / d
+    L = xp.linalg.cholesky((within + ridge * xp.eye(d, dtype=X64.dtype, device=dev)) / n)
+    reduced = xp.linalg.solve(L, xp.linalg.solve(L, between).T)  # L^-1 S_b L^-T
+    lam, U = xp.linalg.eigh((reduced + reduced.T) / 2)
+    V = xp.linalg.solve(L.T, U)  # V^T (S_w / n) V = I
+    estimator.components_ = xp.flip(V, axis=1)[:, :k].T * math.ldexp(1.0, -e)
+    estimator.explained_variance_ = xp.flip(lam)[:k]
+    estimator.mean_ = mean * math.ldexp(1.0, e)
+    return estimator

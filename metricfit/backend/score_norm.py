@@ -17,12 +17,17 @@ once and the (n, K) score matrix is one GEMM (the cosine of unit embeddings; for
 LLR is a quadratic form in the PLDA basis, :meth:`metricfit.backend.plda.PLDAScorer.cross_llr`).
 The fast path is chosen from the learner's declared score kind
 (:func:`metricfit.pairs.tags.score_kind`).
+
+:func:`normalize_scores` also takes torch, CuPy or array_api_strict arrays with array-API
+dispatch on (:func:`metricfit.array_api_dispatch`) and computes in their namespace and on their
+device (the learners' cross scores, :func:`cohort_scores`, stay NumPy).
 """
 
 from numbers import Integral
 
 import numpy as np
 
+from .._array_api import get_namespace, to_numpy
 from .._deprecation import deprecated_aliases
 from ..metrics.scorers import llr_response
 from ..pairs import check_points
@@ -182,6 +187,11 @@ def normalize_scores(scores, enrol_cohort, test_cohort, method="s-norm", top_n=N
     if method != "as-norm":
         top_n = None
     _check_top_n(top_n)
+    xp, dispatched = get_namespace(scores, enrol_cohort if method != "t-norm" else None,
+                                   test_cohort if method != "z-norm" else None,
+                                   names=["scores", "enrol_cohort", "test_cohort"])
+    if dispatched:
+        return _normalize_scores_xp(xp, scores, enrol_cohort, test_cohort, method, top_n)
     scores = check_scores(scores)
     n = scores.size
     z = t = None
@@ -196,6 +206,79 @@ def normalize_scores(scores, enrol_cohort, test_cohort, method="s-norm", top_n=N
         row = int(np.flatnonzero(~np.isfinite(out))[0])
         raise ValueError(f"the normalised score of trial {row} overflows: its raw score "
                          f"{scores[row]!r} is too far from its cohort scores.")
+    return out
+
+
+def _first_row(xp, bad):
+    """The index of the first True of a boolean vector (on the host)."""
+    return int(xp.argmax(xp.astype(bad, xp.int8)))
+
+
+def _xp_side(xp, scores, cohort, top_n, side):
+    """:func:`_check_cohort_scores` and :func:`_normalise_side` in namespace ``xp``.
+
+    The power-of-two rescaling of each row by its largest cohort magnitude uses
+    ``2**-e`` with ``e = floor(log2(max |c|)) + 1`` (the array API has no ``frexp``), applied
+    in two halves so that neither factor overflows; any power of two is exact, so the result
+    is NumPy's up to the order of the reductions.
+    """
+    name = f"{side}_cohort"
+    cohort = xp.asarray(cohort)
+    if not xp.isdtype(cohort.dtype, ("real floating", "integral")):
+        raise ValueError(f"{name} must hold numeric scores, got dtype {cohort.dtype}.")
+    n = scores.shape[0]
+    if cohort.ndim != 2 or cohort.shape[0] != n:
+        raise ValueError(f"{name} must have shape (n_trials, n_cohort) = ({n}, K), "
+                         f"got {tuple(cohort.shape)}.")
+    cohort = xp.astype(cohort, xp.float64)
+    bad = ~xp.all(xp.isfinite(cohort), axis=1)
+    if bool(xp.any(bad)):
+        kind = "NaN" if bool(xp.any(xp.isnan(cohort))) else "infinity"
+        raise ValueError(f"{name} contains {kind} (first in trial {_first_row(xp, bad)}): "
+                         "every cohort score must be finite.")
+    if top_n is not None:
+        cohort = xp.sort(cohort, axis=1, descending=True)[:, :top_n]
+    largest = xp.max(xp.abs(cohort), axis=1)
+    positive = largest > 0
+    e = xp.where(positive, xp.floor(xp.log2(xp.where(positive, largest, 1.0))) + 1, 0.0)
+    half = xp.floor(e / 2)
+    first, second = xp.pow(2.0, -half), xp.pow(2.0, -(e - half))
+    v = (cohort * first[:, None]) * second[:, None]
+    mean, sd = xp.mean(v, axis=1), xp.std(v, axis=1)
+    flat = ~(sd > 0)
+    if bool(xp.any(flat)):
+        row = _first_row(xp, flat)
+        raise ValueError(f"the {side} cohort scores of trial {row} are all equal "
+                         f"({float(cohort[row, 0])!r}): their standard deviation is 0 and the "
+                         f"{side}-side normalisation is undefined (use a larger or more varied "
+                         "cohort, or a larger top_n).")
+    return ((scores * first) * second - mean) / sd
+
+
+def _normalize_scores_xp(xp, scores, enrol_cohort, test_cohort, method, top_n):
+    """:func:`normalize_scores` on arrays of namespace ``xp`` (same checks and errors)."""
+    scores = xp.asarray(scores)
+    if not xp.isdtype(scores.dtype, ("real floating", "integral")) or scores.ndim != 1 \
+            or scores.shape[0] == 0:
+        raise ValueError(f"scores must be a non-empty numeric 1-D array, got dtype "
+                         f"{scores.dtype} and shape {tuple(scores.shape)}.")
+    scores = xp.astype(scores, xp.float64)
+    if bool(xp.any(xp.isnan(scores))):
+        raise ValueError("scores contains NaN: every score must be a number.")
+    if not bool(xp.all(xp.isfinite(scores))):
+        raise ValueError("scores contains infinity: every score must be finite.")
+    z = t = None
+    if method != "t-norm":
+        z = _xp_side(xp, scores, enrol_cohort, top_n, "enrol")
+    if method != "z-norm":
+        t = _xp_side(xp, scores, test_cohort, top_n, "test")
+    out = z if t is None else t if z is None else 0.5 * z + 0.5 * t
+    bad = ~xp.isfinite(out)
+    if bool(xp.any(bad)):
+        row = _first_row(xp, bad)
+        raise ValueError(f"the normalised score of trial {row} overflows: its raw score "
+                         f"{float(to_numpy(scores[row:row + 1])[0])!r} is too far from its "
+                         "cohort scores.")
     return out
 
 

@@ -23,13 +23,13 @@ from ._lbp import _codes_into, _pad, sample_offsets, uniform_table
 __all__ = ["n_windows", "block_histograms", "lbp_histograms"]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def n_windows(length, block, step):  # pragma: no cover (compiled)
     """Windows along one axis: ``ceil((2 * length - block) / (2 * step))`` (length >= block)."""
     return (2 * length - block + 2 * step - 1) // (2 * step)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _histograms_into(codes, block_h, block_w, step_h, step_w, n_bins, out,
                      offset):  # pragma: no cover (compiled)
     """L1-normalised code histogram of each window into ``out[offset:offset + n * n_bins]``."""
@@ -53,7 +53,7 @@ def _histograms_into(codes, block_h, block_w, step_h, step_w, n_bins, out,
             base += n_bins
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _lbp_histograms_into(images, pad, rp, cp, table, block_h, block_w, step_h, step_w, n_bins,
                          out, offset):  # pragma: no cover (compiled)
     """Codes then window histograms of every image (n, H, W) into the rows of ``out``, from

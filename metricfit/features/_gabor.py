@@ -36,6 +36,10 @@ from ._blocks import n_windows
 
 __all__ = ["gabor_kernel", "gabor_bank", "gabor_magnitudes"]
 
+#: Images per batched FFT in :func:`gabor_magnitudes`: 4 x 8 kernels x ~160 x 144 complex
+#: responses at the coarsest default scale, about 12 MB per thread.
+_BATCH = 4
+
 
 def gabor_kernel(frequency, theta=0.0, sigma=None, n_stds=3, zero_mean=False):
     """Complex Gabor kernel, equal to skimage's with ``sigma_x = sigma_y = sigma``.
@@ -94,7 +98,7 @@ def _bank_spectra(kernels, shape):
     return spectra
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pooled_magnitudes_into(responses, pad_r, pad_c, rows, cols, block_h, block_w, step_h,
                             step_w, out, offset):  # pragma: no cover (compiled)
     """Mean of ``|responses[k]|`` over the image part (offset by the padding) in each block
@@ -141,13 +145,22 @@ class GaborPlan:
         reflected, zero-filled image on the image's columns, (n_group, fft rows, cols); the
         image part starts at (pad_r, pad_c). The inverse FFT runs along the rows of all
         rows, then along the columns of the image columns only (a pruned 2-D inverse FFT)."""
+        for first, pad_r, pad_c, responses in self.batch_responses(image[None]):
+            yield first, pad_r, pad_c, responses[0]
+
+    def batch_responses(self, images):
+        """:meth:`responses` of a stack of images (n, rows, cols): responses of shape (n,
+        n_group, fft rows, cols). The FFTs of the n images are one batched call each (the
+        Python overhead, which holds the GIL, is paid once per batch, so that threads scale);
+        each image's transform is the same computation as alone, bit for bit."""
+        n = images.shape[0]
         for first, pad_r, pad_c, shape, spectra in self.groups:
-            padded = np.zeros(shape)
-            padded[:self.rows + 2 * pad_r, :self.cols + 2 * pad_c] = np.pad(
-                image, ((pad_r, pad_r), (pad_c, pad_c)), mode="symmetric")
-            spectrum = spectra * sp_fft.fft2(padded)
+            padded = np.zeros((n,) + shape)
+            padded[:, :self.rows + 2 * pad_r, :self.cols + 2 * pad_c] = np.pad(
+                images, ((0, 0), (pad_r, pad_r), (pad_c, pad_c)), mode="symmetric")
+            spectrum = spectra * sp_fft.fft2(padded)[:, None]
             on_cols = sp_fft.ifft(spectrum, axis=-1, overwrite_x=True)
-            on_cols = on_cols[:, :, pad_c:pad_c + self.cols]
+            on_cols = on_cols[..., pad_c:pad_c + self.cols]
             yield first, pad_r, 0, sp_fft.ifft(on_cols, axis=-2, overwrite_x=True)
 
 
@@ -184,8 +197,10 @@ def gabor_magnitudes(images, kernels, block, step=None, plan=None):
     dim = len(kernels) * n_windows(rows, block[0], step[0]) * n_windows(cols, block[1], step[1])
     out = np.empty((n, dim))
     n_blocks = dim // len(kernels)
-    for m in range(n):
-        for first, pad_r, pad_c, responses in plan.responses(images[m]):
-            _pooled_magnitudes_into(responses, pad_r, pad_c, rows, cols, block[0], block[1],
-                                    step[0], step[1], out[m], first * n_blocks)
+    for start in range(0, n, _BATCH):  # a fixed batch: bounds the responses' memory
+        for first, pad_r, pad_c, responses in plan.batch_responses(images[start:start + _BATCH]):
+            for i in range(responses.shape[0]):
+                _pooled_magnitudes_into(responses[i], pad_r, pad_c, rows, cols, block[0],
+                                        block[1], step[0], step[1], out[start + i],
+                                        first * n_blocks)
     return out

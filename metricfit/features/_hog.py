@@ -35,7 +35,7 @@ NORMS = ("L1", "L1-sqrt", "L2", "L2-Hys")
 _EPS = 1e-5
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _gradients_into(image, g_row, g_col):  # pragma: no cover (compiled)
     """Central differences (not halved) of ``image`` (rows, cols); 0 on the outer rows of
     ``g_row`` and the outer columns of ``g_col``."""
@@ -52,7 +52,7 @@ def _gradients_into(image, g_row, g_col):  # pragma: no cover (compiled)
                 g_col[r, c] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cell_histograms_into(g_row, g_col, cell_h, cell_w, edges, hist):  # pragma: no cover
     """Orientation histograms (n_cells_r, n_cells_c, n_bins) of magnitudes, per cell area."""
     n_cr, n_cc, n_bins = hist.shape
@@ -78,7 +78,7 @@ def _cell_histograms_into(g_row, g_col, cell_h, cell_w, edges, hist):  # pragma:
                 hist[i, j, b] /= area
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _normalised_blocks_into(hist, block_h, block_w, norm, out, offset):  # pragma: no cover
     """Every block of ``block_h x block_w`` cells (stride one cell), normalised by ``norm``
     (index into :data:`NORMS`), into ``out[offset:]`` in skimage's order."""
@@ -116,7 +116,7 @@ def _normalised_blocks_into(hist, block_h, block_w, norm, out, offset):  # pragm
                         out[t] = out[t] * scale
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _hog_into(images, cell_h, cell_w, block_h, block_w, edges, norm, out):  # pragma: no cover
     """HOG of every image of ``images`` (n, rows, cols) into the rows of ``out``."""
     n, rows, cols = images.shape

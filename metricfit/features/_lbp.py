@@ -68,7 +68,7 @@ def _pad(rp, cp):
     return int(np.ceil(max(np.abs(rp).max(), np.abs(cp).max()))) + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _axis_table(length, offsets, pad):  # pragma: no cover (compiled)
     """Per position x and neighbour i: floor and ceil of ``x + offsets[i]`` (+ pad) and the
     fraction ``x + offsets[i] - floor``, as skimage's bilinear interpolation computes them."""
@@ -85,7 +85,7 @@ def _axis_table(length, offsets, pad):  # pragma: no cover (compiled)
     return lo, hi, frac
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _codes_into(padded, pad, rp, cp, table, out):  # pragma: no cover (compiled)
     """Write the nri_uniform code of every pixel into ``out`` (rows, cols), uint8.
 

@@ -47,7 +47,7 @@ def grid(length, bin_size, step):
     return (length - (n - 1) * step - patch) // 2, n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _polar_into(g_row, g_col, magnitude, orientation):  # pragma: no cover (compiled)
     """Magnitude and orientation in [0, 2 pi) of every pixel's gradient."""
     rows, cols = g_row.shape
@@ -61,7 +61,7 @@ def _polar_into(g_row, g_col, magnitude, orientation):  # pragma: no cover (comp
             orientation[r, c] = theta if theta < two_pi else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _patch_into(magnitude, orientation, r0, c0, bin_size, out, offset):  # pragma: no cover
     """The 128-d descriptor of the patch with top-left pixel (r0, c0) into ``out[offset:]``."""
     patch = N_CELLS * bin_size
@@ -102,7 +102,7 @@ def _patch_into(magnitude, orientation, r0, c0, bin_size, out, offset):  # pragm
     _normalise_clip(out, offset)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _normalise_clip(out, offset):  # pragma: no cover (compiled)
     """Lowe's normalisation of ``out[offset:offset + 128]``: L2, clip at 0.2, L2 again."""
     for rnd in range(2):
@@ -118,7 +118,7 @@ def _normalise_clip(out, offset):  # pragma: no cover (compiled)
                 out[t] = CLIP
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dense_sift_into(images, bin_sizes, steps, out):  # pragma: no cover (compiled)
     """Descriptors of all patches of all scales of every image (n, rows, cols) into ``out``:
     scales in order, patches row-major within a scale."""

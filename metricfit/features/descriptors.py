@@ -312,9 +312,12 @@ class Gabor(_ImageDescriptor):
 
     fit.__doc__ = _ImageDescriptor.fit.__doc__
 
-    def _describe(self, images):
+    def _prepare(self):
         if getattr(self, "_plan", None) is None:  # not pickled: rebuilt after unpickling
             self._plan = self._make_plan()
+
+    def _describe(self, images):
+        self._prepare()
         kernels, plan = self._plan
         return gabor_magnitudes(images, kernels, self.config_["block"], plan=plan)
 

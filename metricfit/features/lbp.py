@@ -55,7 +55,6 @@ class _BlockLBP(_ImageDescriptor):
     (``windows_``), one kernel call per window configuration on all images."""
 
     _config_attribute = "windows_"
-    _chunk = None  # lbp_histograms takes the whole stack in one call per configuration
 
     def _windows(self):
         """List of (block_h, block_w, step_h, step_w, radius, n_points), parameters checked."""

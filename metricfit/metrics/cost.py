@@ -2,12 +2,18 @@
 transform and the ROC convex hull.
 
 Scores for actDCF and Cllr are log-likelihood ratios (natural log), "accept" = llr >= theta.
+
+Torch, CuPy or array_api_strict input with dispatch on (:func:`metricfit.array_api_dispatch`):
+minDCF, actDCF and Cllr are computed in its namespace (:mod:`metricfit.metrics._xp`); PAV has
+no array-API form, so :func:`pav_llr`, :func:`min_cllr` and :func:`roc_convex_hull` copy the
+labels and scores to the host once and run the NumPy code (``pav_llr`` returns its LLRs in the
+input's namespace, on its device).
 """
 
 import numpy as np
 
 from ..pairs.checks import check_labels_and_scores, require_both_classes
-from .rates import _cut_counts, _cut_threshold, _rates
+from .rates import _array_api, _cut_counts, _cut_threshold, _rates
 
 __all__ = ["DCF_PRESETS", "min_dcf", "act_dcf", "bayes_threshold", "cllr", "min_cllr",
            "pav_llr", "roc_convex_hull"]
@@ -42,8 +48,10 @@ def min_dcf(y_true, scores, p_target=0.01, c_miss=1.0, c_fa=1.0, *, preset=None)
     ``preset`` ('p01', 'p001', 'p05', :data:`DCF_PRESETS`) overrides the three numbers.
     Any score scale works (only the order matters). Returns ``(min_dcf, threshold)``.
     """
-    s, scores = check_labels_and_scores(y_true, scores)
     p, cm, cf = _operating_point(p_target, c_miss, c_fa, preset)
+    if (done := _array_api("min_dcf", y_true, scores, *_dcf_terms(p, cm, cf))) is not None:
+        return done
+    s, scores = check_labels_and_scores(y_true, scores)
     unique, rejected_genuine, rejected_impostor = _cut_counts(s, scores)
     far, frr = _rates(rejected_genuine, rejected_impostor)
     w_miss, w_fa = _dcf_terms(p, cm, cf)
@@ -62,8 +70,12 @@ def act_dcf(y_true, llr, p_target=0.01, c_miss=1.0, c_fa=1.0, *, preset=None):
     """Actual normalised DCF: the cost of deciding ``llr >= bayes_threshold`` (the scores
     must be log-likelihood ratios; the gap to :func:`min_dcf` is the calibration loss).
     LLRs of +-inf are valid (decided like any LLR above / below the threshold); NaN is not."""
-    s, llr = check_labels_and_scores(y_true, llr, allow_infinite=True, what="llr")
     p, cm, cf = _operating_point(p_target, c_miss, c_fa, preset)
+    done = _array_api("act_dcf", y_true, llr, bayes_threshold(p, cm, cf), *_dcf_terms(p, cm, cf),
+                      what="llr")
+    if done is not None:
+        return done
+    s, llr = check_labels_and_scores(y_true, llr, allow_infinite=True, what="llr")
     accept = llr >= bayes_threshold(p, cm, cf)
     w_miss, w_fa = _dcf_terms(p, cm, cf)
     return float(w_miss * np.mean(~accept[s == 1]) + w_fa * np.mean(accept[s != 1]))
@@ -78,6 +90,8 @@ def cllr(y_true, llr):
     confident scores. Infinite LLRs are valid input (:func:`pav_llr` gives them in pure
     bins): a right one costs 0, a wrong one (-inf for a target, +inf for a non-target) makes
     Cllr infinite. NaN is an error."""
+    if (done := _array_api("cllr", y_true, llr, what="llr")) is not None:
+        return done
     s, llr = check_labels_and_scores(y_true, llr, allow_infinite=True, what="llr")
     require_both_classes(s)
     tar = np.mean(np.logaddexp(0, -llr[s == 1]))
@@ -93,8 +107,15 @@ def pav_llr(y_true, scores):
 
     Only the order of the scores matters: the isotonic fit sees each score's rank among the
     distinct scores (scikit-learn's ``IsotonicRegression`` merges inputs closer than its
-    tolerance, which pooled every score below a magnitude of about 1e-20)."""
+    tolerance, which pooled every score below a magnitude of about 1e-20). Array-API input
+    (dispatch on): computed on the host (one copy), the LLRs returned in its namespace."""
     from sklearn.isotonic import IsotonicRegression
+
+    from . import _xp
+
+    xp, dispatched = _xp.namespace(y_true, scores)
+    if dispatched:
+        return _xp.back(xp, _xp.on_host(pav_llr, y_true, scores), scores)
 
     s, scores = check_labels_and_scores(y_true, scores)
     require_both_classes(s)
@@ -107,7 +128,12 @@ def pav_llr(y_true, scores):
 
 def min_cllr(y_true, scores):
     """Cllr after the optimal monotone (PAV) calibration on these trials: the discrimination
-    part of Cllr (``cllr - min_cllr`` is the calibration loss)."""
+    part of Cllr (``cllr - min_cllr`` is the calibration loss). Array-API input (dispatch
+    on): PAV on the host, one copy of the labels and scores."""
+    from . import _xp
+
+    if _xp.namespace(y_true, scores)[1]:
+        return _xp.on_host(min_cllr, y_true, scores)
     s, scores = check_labels_and_scores(y_true, scores)
     llr = pav_llr(s, scores)
     with np.errstate(over="ignore"):
@@ -118,7 +144,14 @@ def min_cllr(y_true, scores):
 
 def roc_convex_hull(y_true, scores):
     """The vertices ``(p_fa, p_miss)`` of the ROC convex hull (ROCCH), from the PAV bins:
-    accept everything at and above each bin, from "accept all" to "reject all"."""
+    accept everything at and above each bin, from "accept all" to "reject all". Array-API
+    input (dispatch on): computed on the host, the vertices returned in its namespace."""
+    from . import _xp
+
+    xp, dispatched = _xp.namespace(y_true, scores)
+    if dispatched:
+        return tuple(_xp.back(xp, v, scores)
+                     for v in _xp.on_host(roc_convex_hull, y_true, scores))
     s, scores = check_labels_and_scores(y_true, scores)
     llr = pav_llr(s, scores)
     levels = np.unique(llr)

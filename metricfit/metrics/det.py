@@ -4,14 +4,18 @@ on normal-deviate axes."""
 import numpy as np
 
 from ..pairs.checks import check_labels_and_scores
-from .rates import equal_error_rate
+from .rates import _array_api, equal_error_rate
 
 __all__ = ["det_curve", "plot_det"]
 
 
 def det_curve(y_true, scores):
     """DET curve ``(fmr, fnmr, thresholds)`` (:func:`sklearn.metrics.det_curve`, pos_label
-    +1); plot it on normal-deviate axes with :func:`plot_det` (``scipy.stats.norm.ppf``)."""
+    +1); plot it on normal-deviate axes with :func:`plot_det` (``scipy.stats.norm.ppf``).
+    Torch, CuPy or array_api_strict input with dispatch on: computed in its namespace, the
+    arrays on its device (:mod:`metricfit.metrics._xp`)."""
+    if (done := _array_api("det_curve", y_true, scores)) is not None:
+        return done
     from sklearn.metrics import det_curve as sklearn_det_curve
 
     s, scores = check_labels_and_scores(y_true, scores)

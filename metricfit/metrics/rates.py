@@ -10,13 +10,21 @@ import numpy as np
 from sklearn.metrics import roc_curve as sklearn_roc_curve
 
 from ..pairs.checks import check_labels_and_scores
+from . import _xp
+from ._xp import _beyond
 
 __all__ = ["max_decision_accuracy", "equal_error_rate", "roc_curve", "fa_fr_curve",
            "false_reject_at_false_accept", "accuracy_at_threshold", "calibrate_threshold",
            "fnmr_at_fmr"]
 
 THRESHOLD_STRATEGIES = ("accuracy", "eer")
-_RELATIVE_MARGIN = 1e-12
+
+
+def _array_api(name, y_true, scores, *args, what="scores"):
+    """The result of :mod:`._xp`'s ``name`` when the input is a dispatched array-API array
+    (torch, CuPy, ...; :func:`metricfit.array_api_dispatch`), else None (NumPy path)."""
+    xp, dispatched = _xp.namespace(y_true, scores, what)
+    return getattr(_xp, name)(xp, y_true, scores, *args) if dispatched else None
 
 
 def _cut_counts(s, scores):
@@ -38,17 +46,6 @@ def _rates(rejected_genuine, rejected_impostor):
     far = (n_impostor - rejected_impostor) / n_impostor
     frr = rejected_genuine / n_genuine
     return far, frr
-
-
-def _beyond(unique, side):
-    """A threshold just below the minimum (side=-1) or just above the maximum (side=+1).
-
-    The offset ``1e-12 * max(|min|, |max|)`` (at least the smallest normal float) always
-    moves off the extreme score; it gives +-inf only for scores near the float64 limit.
-    """
-    low, high = float(unique[0]), float(unique[-1])
-    margin = max(_RELATIVE_MARGIN * max(abs(low), abs(high)), np.finfo(np.float64).tiny)
-    return high + margin if side > 0 else low - margin
 
 
 def _cut_threshold(unique, cut):
@@ -91,7 +88,12 @@ def max_decision_accuracy(y_true, scores):
     >>> accuracy, threshold = max_decision_accuracy(y, [0.9, 0.8, 0.3, 0.4, 0.2, 0.1])
     >>> round(accuracy, 4), threshold   # 5 of 6 right: only the 0.3 genuine pair is missed
     (0.8333, 0.25)
+
+    Torch, CuPy or array_api_strict input with dispatch on is computed in its namespace
+    (:mod:`metricfit.metrics._xp`); the results are Python floats in every case.
     """
+    if (done := _array_api("max_decision_accuracy", y_true, scores)) is not None:
+        return done
     s, scores = check_labels_and_scores(y_true, scores)
     unique, rejected_genuine, rejected_impostor = _cut_counts(s, scores)
     correct = (rejected_genuine[-1] - rejected_genuine) + rejected_impostor
@@ -128,7 +130,12 @@ def equal_error_rate(y_true, scores):
     >>> eer, threshold = equal_error_rate([1, 1, 1, -1, -1, -1], [0.9, 0.8, 0.3, 0.4, 0.2, 0.1])
     >>> round(eer, 4), threshold   # at 0.4: one genuine in 3 rejected, one impostor in 3 accepted
     (0.3333, 0.4)
+
+    Torch, CuPy or array_api_strict input with dispatch on is computed in its namespace
+    (sorted scores and cumulative counts, :mod:`metricfit.metrics._xp`).
     """
+    if (done := _array_api("equal_error_rate", y_true, scores)) is not None:
+        return done
     s, scores = check_labels_and_scores(y_true, scores)
     unique, rejected_genuine, rejected_impostor = _cut_counts(s, scores)
     far, frr = _rates(rejected_genuine, rejected_impostor)
@@ -148,8 +155,12 @@ def roc_curve(y_true, scores, *, drop_intermediate=False):
     """ROC curve ``(far, tar, thresholds)``: :func:`sklearn.metrics.roc_curve`, pos_label=+1.
 
     Thresholds decrease from ``inf`` (accept nothing), as in scikit-learn; unlike it,
-    ``drop_intermediate`` defaults to False (one point per distinct score).
+    ``drop_intermediate`` defaults to False (one point per distinct score). Torch, CuPy or
+    array_api_strict input with dispatch on: computed in its namespace (``drop_intermediate``
+    False only), the arrays on its device.
     """
+    if not drop_intermediate and (done := _array_api("roc_curve", y_true, scores)) is not None:
+        return done
     s, scores = check_labels_and_scores(y_true, scores)
     return sklearn_roc_curve(s, scores, pos_label=1, drop_intermediate=drop_intermediate)
 
@@ -159,7 +170,10 @@ def fa_fr_curve(y_true, scores):
 
     ``thresholds`` holds the m distinct scores in increasing order, then ``inf`` (reject all);
     ``far[k]``, ``frr[k]`` are the rates when accepting ``score >= thresholds[k]``.
+    Array-API input (dispatch on): arrays of its namespace, on its device.
     """
+    if (done := _array_api("fa_fr_curve", y_true, scores)) is not None:
+        return done
     s, scores = check_labels_and_scores(y_true, scores)
     unique, rejected_genuine, rejected_impostor = _cut_counts(s, scores)
     far, frr = _rates(rejected_genuine, rejected_impostor)
@@ -181,11 +195,15 @@ def false_reject_at_false_accept(y_true, scores, far=(0.1, 0.01, 0.001)):
     Returns
     -------
     frr : ndarray of the shape of ``far``
+        An array of the scores' namespace, on their device, for array-API input with
+        dispatch on.
     """
-    s, scores = check_labels_and_scores(y_true, scores)
     targets = np.asarray(far, dtype=np.float64)
     if not (np.isfinite(targets).all() and (targets >= 0).all() and (targets <= 1).all()):
         raise ValueError(f"far targets must be rates in [0, 1], got {far!r}.")
+    if (done := _array_api("false_reject_at_false_accept", y_true, scores, targets)) is not None:
+        return done
+    s, scores = check_labels_and_scores(y_true, scores)
     _, rejected_genuine, rejected_impostor = _cut_counts(s, scores)
     far_at_cut, frr_at_cut = _rates(rejected_genuine, rejected_impostor)
     first_below = np.searchsorted(-far_at_cut, -targets, side="left")

@@ -5,6 +5,15 @@ descriptors to a few hundred whitened dimensions, WCCN normalises the within-cla
 (or initialises a metric learner). Both take points (n_samples, n_features) or pairs
 (n_pairs, 2, n_features); float32/float64 are kept (output dtype = input dtype), other numbers
 become float64. Decompositions run in float64 through LAPACK (``scipy.linalg``).
+
+Torch, CuPy or array_api_strict input with array-API dispatch on
+(:func:`metricfit.array_api_dispatch`) is fitted and transformed in its namespace and on its
+device (:mod:`metricfit.whitening.array_api`). Threads: the O(n d min(n, d)) work is BLAS
+GEMMs and LAPACK decompositions (multi-threaded by BLAS under :func:`metricfit.threads`); of
+the O(n d) rest, the elementwise centring and WCCN's class sums and deviations run on the
+package's threads over fixed blocks (:func:`metricfit.parallel.map_blocks`: row for row the
+same arithmetic, so bit-identical on any thread count); the column means stay serial (a
+blocked sum would round differently). ``benchmarks/bench_wpca.py --split`` measures the share.
 """
 
 from numbers import Integral, Real
@@ -14,31 +23,20 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import Interval, PointOutputMixin, validate_params
-from .pairs import check_pair_labels
-from .pairs.checks import (
+from .._validation import Interval, PointOutputMixin, validate_params
+from ..pairs import check_pair_labels
+from ..pairs.checks import (
     check_identity_labels,
     check_representable,
     check_transformer_input,
     largest_magnitude,
     scale_exponent,
 )
-from .pairs.index import IndexPairs, check_pair_input, pair_differences
+from ..pairs.index import IndexPairs, check_pair_input, pair_differences
+from ..parallel import map_blocks
+from .array_api import _ILL_CONDITIONED, _rank_rtol, fit_wccn, fit_wpca, namespace, transform_fitted
 
 __all__ = ["WPCA", "WCCN"]
-
-#: Below this ratio to the largest eigenvalue, eigenvalues of a covariance formed as
-#: X^T X are round-off (its condition is that of X squared): they are recomputed from the
-#: singular values of X itself, exact to eps relative to the largest.
-_ILL_CONDITIONED = 1e-8
-
-
-def _rank_rtol(n, d):
-    """The relative cut-off on eigenvalues matching the data's numerical rank: a singular
-    value <= s_max * max(n, d) * eps is zero (``numpy.linalg.matrix_rank``, scikit-learn's
-    PCA), i.e. an eigenvalue (s^2) <= lam_max * (max(n, d) * eps)^2."""
-    return (max(n, d) * np.finfo(np.float64).eps) ** 2
-
 
 def _fix_signs(V):
     """Flip each column of ``V`` so that its largest-magnitude entry is positive."""
@@ -201,6 +199,9 @@ class WPCA(_Whitener):
         self : WPCA
         """
         validate_params(self)
+        xp, dispatched = namespace(X, names=["X"])
+        if dispatched:
+            return fit_wpca(self, X, xp)
         X = check_transformer_input(self, X, reset=True)
         X = X.reshape(-1, X.shape[-1])
         n, d = X.shape
@@ -231,8 +232,14 @@ class WPCA(_Whitener):
         Computes :math:`(X - \\mu) W^T` with the input's dtype.
         """
         check_is_fitted(self)
+        if (Z := transform_fitted(self, X, "mean_")) is not None:
+            return Z
         Z = _project(check_transformer_input(self, X, reset=False), self.components_, self.mean_)
         return self._wrap_output(Z, X)
+
+
+#: Fixed work units of the O(n d) steps: rows per block, classes per block.
+_ROWS, _CLASSES = 1024, 128
 
 
 def _centred(X, e):
@@ -243,8 +250,13 @@ def _centred(X, e):
         mean = Xc.mean(axis=0)
     else:
         mean = X.mean(axis=0, dtype=np.float64)
-        Xc = X.astype(np.float64)
-    Xc -= mean
+        Xc = np.empty(X.shape)
+    source = Xc if e else X
+
+    def centre(rows):  # elementwise: the same bits on any number of threads
+        Xc[rows] = source[rows] - mean
+
+    map_blocks(centre, X.shape[0], _ROWS)
     return Xc, mean
 
 
@@ -265,9 +277,22 @@ def _class_deviations(X, y):
     _, inv, counts = np.unique(inv[keep], return_inverse=True, return_counts=True)
     X = X[keep]
     order = np.argsort(inv, kind="stable")
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    means = np.add.reduceat(X[order], starts, axis=0) / counts[:, None]
-    return (X - means[inv]) / np.sqrt(counts.size * counts[inv])[:, None]
+    ends = np.cumsum(counts)
+    starts = ends - counts
+
+    def class_sums(classes):  # a block of classes: their rows are contiguous in `order`
+        rows = order[starts[classes.start]:ends[classes.stop - 1]]
+        return np.add.reduceat(X[rows], starts[classes] - starts[classes.start], axis=0)
+
+    means = np.concatenate(map_blocks(class_sums, counts.size, _CLASSES)) / counts[:, None]
+    scale = np.sqrt(counts.size * counts[inv])
+    Z = np.empty(X.shape)
+
+    def deviations(rows):
+        Z[rows] = (X[rows] - means[inv[rows]]) / scale[rows, None]
+
+    map_blocks(deviations, X.shape[0], _ROWS)
+    return Z
 
 
 def _difference_scatter(pairs, e):
@@ -387,6 +412,9 @@ class WCCN(_Whitener):
         if isinstance(X, IndexPairs):
             return self.fit_index_pairs(X.points, X.index, y)
         validate_params(self)
+        xp, dispatched = namespace(X, names=["X"])
+        if dispatched:
+            return fit_wccn(self, X, y, xp)
         if y is None:
             raise ValueError("WCCN requires y to be passed, but the target y is None.")
         X = check_transformer_input(self, X, reset=True)
@@ -460,6 +488,8 @@ class WCCN(_Whitener):
     def transform(self, X):
         """Map points (n, d) -> (n, k) or pairs (n, 2, d) -> (n, 2, k) as :math:`X W^T`."""
         check_is_fitted(self)
+        if (Z := transform_fitted(self, X)) is not None:
+            return Z
         Z = _project(check_transformer_input(self, X, reset=False), self.components_)
         return self._wrap_output(Z, X)
 
