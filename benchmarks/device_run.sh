@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The one prepared run on a lent 16-core machine (issue 27): the thread-scaling table of the
+# linear objectives, the convnet and the descriptors at 1, 2, 4 and 16 threads, and torch CPU's
+# convnet at the same thread counts. Each step has its own time limit and its log under $OUT
+# (default ./device_out); a failing step does not stop the others. The GPU benchmark
+# (bench_gpu.py) and PLDA / NCA scaling were run on the same kind of machine by their own
+# commands (docs/results/timing.md).
+#
+#     OUT=/tmp/out bash benchmarks/device_run.sh
+set -u
+OUT=${OUT:-device_out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+step() {  # step NAME SECONDS COMMAND...
+    local name=$1 limit=$2; shift 2
+    echo "== $name ($(date -u +%T), limit ${limit}s): $*" | tee -a "$OUT/steps.log"
+    local t0=$SECONDS
+    timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+    echo "== $name rc=$? in $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"
+}
+{
+    lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket"
+    python3 -c "import numpy, scipy, sklearn, numba; print('numpy', numpy.__version__, 'scipy', scipy.__version__, 'sklearn', sklearn.__version__, 'numba', numba.__version__)"
+    python3 -c "import torch; print('torch', torch.__version__)"
+} >"$OUT/machine.log" 2>&1
+step scaling "${SCALING_LIMIT:-200}" python3 benchmarks/scaling.py --threads 1 2 4 16 \
+    --only tsml_float64 tsml_float32 csml_float64 csml_float32 ddml_float64 ddml_float32 \
+    ldml_float64 ldml_float32 kernel_index_tsml convnet_step convnet_inference descriptors \
+    --repeats 5 --timeout 110 --json "$OUT/scaling.json" --markdown "$OUT/scaling.md"
+step torch "${TORCH_LIMIT:-50}" python3 -c "
+import sys; sys.path.insert(0, 'benchmarks')
+import bench_cnn
+for t in (1, 2, 4, 16):
+    r = bench_cnn.torch_seconds(t, 10)
+    print(f'torch CPU convnet, {t:2d} threads: train {1e3 * r[\"train\"]:.1f} ms, inference {1e3 * r[\"infer\"]:.1f} ms', flush=True)
+"
+cat "$OUT/machine.log" "$OUT/scaling.md" "$OUT/torch.log" 2>/dev/null
