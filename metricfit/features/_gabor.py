@@ -148,17 +148,28 @@ class GaborPlan:
         for first, pad_r, pad_c, responses in self.batch_responses(image[None]):
             yield first, pad_r, pad_c, responses[0]
 
-    def batch_responses(self, images):
+    def work_size(self, n):
+        """Complex entries of the largest response array of :meth:`batch_responses` for n
+        images (the size of its ``work`` buffer)."""
+        return max(n * spectra.size for *_, spectra in self.groups)
+
+    def batch_responses(self, images, work=None):
         """:meth:`responses` of a stack of images (n, rows, cols): responses of shape (n,
         n_group, fft rows, cols). The FFTs of the n images are one batched call each (the
         Python overhead, which holds the GIL, is paid once per batch, so that threads scale);
-        each image's transform is the same computation as alone, bit for bit."""
+        each image's transform is the same computation as alone, bit for bit. ``work``, a
+        complex128 buffer of at least :meth:`work_size` entries, holds the responses (each
+        group's overwrite the last's): reused, it spares the page faults of a fresh array of
+        megabytes per group, which cost a third of the time and serialise threads."""
         n = images.shape[0]
         for first, pad_r, pad_c, shape, spectra in self.groups:
             padded = np.zeros((n,) + shape)
             padded[:, :self.rows + 2 * pad_r, :self.cols + 2 * pad_c] = np.pad(
                 images, ((0, 0), (pad_r, pad_r), (pad_c, pad_c)), mode="symmetric")
-            spectrum = spectra * sp_fft.fft2(padded)[:, None]
+            size = n * spectra.size
+            out = None if work is None or work.size < size else \
+                work[:size].reshape((n,) + spectra.shape)
+            spectrum = np.multiply(spectra, sp_fft.fft2(padded)[:, None], out=out)
             on_cols = sp_fft.ifft(spectrum, axis=-1, overwrite_x=True)
             on_cols = on_cols[..., pad_c:pad_c + self.cols]
             yield first, pad_r, 0, sp_fft.ifft(on_cols, axis=-2, overwrite_x=True)
@@ -197,8 +208,10 @@ def gabor_magnitudes(images, kernels, block, step=None, plan=None):
     dim = len(kernels) * n_windows(rows, block[0], step[0]) * n_windows(cols, block[1], step[1])
     out = np.empty((n, dim))
     n_blocks = dim // len(kernels)
+    work = np.empty(plan.work_size(min(n, _BATCH)), dtype=np.complex128)
     for start in range(0, n, _BATCH):  # a fixed batch: bounds the responses' memory
-        for first, pad_r, pad_c, responses in plan.batch_responses(images[start:start + _BATCH]):
+        batch = images[start:start + _BATCH]
+        for first, pad_r, pad_c, responses in plan.batch_responses(batch, work):
             for i in range(responses.shape[0]):
                 _pooled_magnitudes_into(responses[i], pad_r, pad_c, rows, cols, block[0],
                                         block[1], step[0], step[1], out[start + i],
