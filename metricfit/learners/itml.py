@@ -87,15 +87,16 @@ def prior_metric(prior, d, points_cov, rng, who, inverse=False):
 
 def supervised_pairs(X, y, n_constraints, random_state, who):
     """``n_constraints`` similar and as many dissimilar index pairs drawn (with
-    replacement, O(n + n_constraints)) from class labels, their labels, and the codes;
-    None: metric-learn's default ``20 * n_classes**2``."""
+    replacement, O(n + n_constraints)) from class labels, their labels, the codes and the
+    pairs' differences ``V`` (float64); None: metric-learn's default ``20 * n_classes**2``."""
     _, codes = identity_codes(y, "y", X.shape[0], min_identities=2)
     if np.bincount(codes).max() < 2:
         raise ValueError(f"y: {who} needs a class with two points or more to draw "
                          "similar pairs.")
     n = n_constraints or 20 * int(codes.max() + 1) ** 2
     index, s = draw_pairs_with_replacement(codes, n, check_random_state(random_state))
-    return index, s, codes
+    V = np.asarray(X[index[:, 0]], dtype=np.float64) - X[index[:, 1]]
+    return index, s, codes, V
 
 
 class _ITMLBase(MahalanobisMixin, PairLearnerMixin, BaseEstimator):
@@ -312,9 +313,8 @@ class ITML_Supervised(_ITMLBase):  # noqa: N801 - metric-learn's name
         """
         validate_params(self)
         X = self._check_fit_points(X)
-        index, s, codes = supervised_pairs(X, y, self.n_constraints, self.random_state,
-                                           type(self).__name__)
-        V = np.asarray(X[index[:, 0]], dtype=np.float64) - X[index[:, 1]]
+        index, s, codes, V = supervised_pairs(X, y, self.n_constraints, self.random_state,
+                                              type(self).__name__)
         ends = X[index]  # the drawn pairs (n, 2, d): their end points give the bounds
         self._fit_differences(V, s, lambda rng: endpoint_differences(ends, rng),
                               lambda e: np.cov(np.ldexp(np.asarray(X, dtype=np.float64), -e),

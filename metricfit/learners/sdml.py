@@ -235,9 +235,8 @@ class SDML_Supervised(_SDMLBase):  # noqa: N801 - metric-learn's name
         """
         validate_params(self)
         X = self._check_fit_points(X)
-        index, s, codes = supervised_pairs(X, y, self.n_constraints, self.random_state,
-                                           type(self).__name__)
-        V = np.asarray(X[index[:, 0]], dtype=np.float64) - X[index[:, 1]]
+        index, s, codes, V = supervised_pairs(X, y, self.n_constraints, self.random_state,
+                                              type(self).__name__)
         self._fit_differences(V, s, lambda: np.cov(np.asarray(X, dtype=np.float64),
                                                    rowvar=False), learned_dtype(X.dtype))
         return self._calibrate_on_labels(X, codes)
