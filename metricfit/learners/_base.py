@@ -20,6 +20,7 @@ from ..pairs.checks import pair_classes
 from ..pairs.index import check_pair_input, largest_entry, score_pairs
 from ..pairs.rows import cosine_rows, squared_distances
 from ..pairs.tags import PairTags, score_kind
+from ._xp import finite_device_scores, host_copies, predict_on_device, scores_namespace
 
 
 def validation_split(s, validation_fraction, random_state, advice=""):
@@ -183,19 +184,35 @@ class PairClassifierMixin(ClassifierMixin):
         ``score_kind``."""
         return PairTags()
 
+    # Array-API input (dispatch on, a learner whose pair_score answers in the input's
+    # namespace: TSML, CSML, DDML, Siamese linear, LDML, PLDA): decision_function and predict
+    # answer in that namespace and on its device; score and calibrate_threshold copy n values
+    # to the host, where the labels are checked (:mod:`metricfit.learners._xp`).
+
     def decision_function(self, pairs):
         """``pair_score(pairs) - threshold_``: positive means similar."""
-        return finite_scores(self.pair_score(pairs), pairs,
-                             points=getattr(self, "preprocessor", None)) - self.threshold_
+        points = getattr(self, "preprocessor", None)
+        scores = self.pair_score(pairs)
+        xp = scores_namespace(scores)
+        if xp is not None:
+            return finite_device_scores(xp, scores, pairs, points) - self.threshold_
+        return finite_scores(scores, pairs, points=points) - self.threshold_
 
     def predict(self, pairs):
         """``classes_[1]`` (similar) where ``pair_score >= threshold_``, else ``classes_[0]``."""
-        same = self.decision_function(pairs) >= 0
+        decision = self.decision_function(pairs)
+        xp = scores_namespace(decision)
+        if xp is not None:
+            return predict_on_device(xp, decision, self.classes_)
+        same = decision >= 0
         return self.classes_[same.astype(np.intp)]
 
     def score(self, pairs, y, sample_weight=None):
         """Accuracy of :meth:`predict` at ``threshold_`` (y in any accepted coding)."""
-        same = self.decision_function(pairs) >= 0
+        decision = self.decision_function(pairs)
+        same = decision >= 0
+        if scores_namespace(decision) is not None:  # n booleans (and device labels) to the host
+            same, y, sample_weight = host_copies(same, y, sample_weight)
         s = check_pair_labels(y, same.shape[0], require_both=False)
         return float(np.average(same == (s == 1), weights=sample_weight))
 
@@ -215,8 +232,13 @@ class PairClassifierMixin(ClassifierMixin):
         -------
         self
         """
-        scores = finite_scores(self.pair_score(pairs), pairs,
-                               points=getattr(self, "preprocessor", None))
+        points = getattr(self, "preprocessor", None)
+        scores = self.pair_score(pairs)
+        xp = scores_namespace(scores)
+        if xp is None:
+            scores = finite_scores(scores, pairs, points=points)
+        else:  # n scores (and device labels) to the host
+            scores, y = host_copies(finite_device_scores(xp, scores, pairs, points), y)
         s = check_pair_labels(y, scores.shape[0], require_both=True)
         self.threshold_ = float(metrics.calibrate_threshold(s, scores, strategy))
         self.classes_ = pair_classes(y)

@@ -23,7 +23,13 @@ host copy of the pairs (one transfer of the data, at the start only).
 import numpy as np
 
 from .. import metrics
-from .._array_api import device_of, supported_namespace, to_numpy
+from .._array_api import (
+    SUPPORTED_NAMESPACES,
+    device_of,
+    namespace_name,
+    supported_namespace,
+    to_numpy,
+)
 from ..losses import xp_ldml
 from ..losses.xp_linear import (
     XP_CHUNK_SIZE,
@@ -45,7 +51,8 @@ from ..pairs.tags import score_kind
 
 __all__ = ["device_namespace", "check_device_pairs", "fit_siamese_on_device",
            "transform_on_device", "pair_score_on_device", "fit_ldml_on_device",
-           "ldml_distance_on_device", "ldml_transform_on_device"]
+           "ldml_distance_on_device", "ldml_transform_on_device", "scores_namespace",
+           "finite_device_scores", "predict_on_device", "logistic_columns", "host_copies"]
 
 
 def device_namespace(estimator, pairs, y=None, names=("pairs", "y"), with_points=True):
@@ -253,7 +260,8 @@ def pair_score_on_device(est, xp, pairs):
                               n_features=est.n_features_in_,
                               reject_zero=score_kind(est) == "cosine" or est.normalize,
                               normalize=est.normalize)
-    return _embedded_scores(est, data)
+    return finite_device_scores(xp, _embedded_scores(est, data), pairs,
+                                getattr(est, "preprocessor", None))
 
 
 # -- LDML ---------------------------------------------------------------------------------
@@ -302,7 +310,7 @@ def fit_ldml_on_device(est, xp, pairs, y):
 def ldml_distance_on_device(est, xp, pairs):
     """``d_M`` of device pairs (n,), in their namespace and device."""
     data = check_device_pairs(xp, pairs, est.preprocessor, n_features=est.n_features_in_)
-    return _ldml_distances(data, est.metric_)
+    return finite_device_scores(xp, _ldml_distances(data, est.metric_), pairs, est.preprocessor)
 
 
 def ldml_transform_on_device(est, xp, X):
@@ -315,3 +323,64 @@ def ldml_transform_on_device(est, xp, X):
     L = xp.asarray(np.asarray(est.components_, dtype=numpy_dtype(xp, X.dtype)),
                    device=device_of(X))
     return xp.matmul(X, L.T)
+
+
+# -- the classifier API on device scores ----------------------------------------------------
+# decision_function, predict, predict_proba and score of PairClassifierMixin (and LDML) on the
+# scores a device path returned: the answer stays in the scores' namespace and on their device
+# (score: a Python float, from n booleans copied to the host, where the labels are checked).
+
+def scores_namespace(scores):
+    """The array namespace of pair scores that a device path returned (a library of
+    ``SUPPORTED_NAMESPACES``: torch, CuPy, array_api_strict), or None for anything else
+    (NumPy scores: metricfit's NumPy path, unchanged)."""
+    if isinstance(scores, (np.ndarray, np.generic, list, tuple, int, float)):
+        return None
+    try:
+        import array_api_compat
+
+        xp = array_api_compat.array_namespace(scores)
+    except (ImportError, TypeError):
+        return None
+    return xp if namespace_name(xp) in SUPPORTED_NAMESPACES else None
+
+
+def finite_device_scores(xp, scores, pairs, points=None):
+    """``scores``, or a ValueError naming the input when one is NaN or infinite (the device
+    twin of :func:`metricfit.learners._base.finite_scores`; one synchronisation)."""
+    if bool(xp.all(xp.isfinite(scores))):
+        return scores
+    source = points if points is not None and pairs.ndim == 2 else pairs
+    top = float(xp.max(xp.abs(source)))
+    raise ValueError(
+        f"pairs have entries up to {top:.3g}: their scores are beyond the "
+        f"{numpy_dtype(xp, scores.dtype)} range (not finite). Rescale them (e.g. divide by "
+        f"{top:.3g}, or StandardScaler) before scoring or fitting.")
+
+
+def predict_on_device(xp, decision, classes):
+    """``classes[1]`` where ``decision >= 0``, else ``classes[0]``, on the decision's
+    device (``classes``: the host ``classes_``, in the user's label coding)."""
+    same = xp.astype(decision >= 0, xp.int64)
+    return xp.take(xp.asarray(classes, device=device_of(decision)), same, axis=0)
+
+
+def logistic_columns(u):
+    """``[[1 - p, p]]`` (n, 2) with ``p = 1 / (1 + exp(-u))``, in u's namespace and device.
+
+    Without overflow: with ``e = exp(-|u|)`` in (0, 1], ``p = 1 / (1 + e)`` for u >= 0 and
+    ``e / (1 + e)`` for u < 0, and ``1 - p`` the other of the two (``sigma(-u)``, as
+    scipy's ``expit(-u)``).
+    """
+    xp = scores_namespace(u)
+    e = xp.exp(-xp.abs(u))
+    big, small = 1 / (1 + e), e / (1 + e)
+    positive = u >= 0
+    return xp.stack([xp.where(positive, small, big), xp.where(positive, big, small)], axis=1)
+
+
+def host_copies(*arrays):
+    """NumPy copies of device arrays (one transfer each); NumPy arrays, lists and None as
+    they are."""
+    return [a if a is None or isinstance(a, (np.ndarray, list, tuple)) else to_numpy(a)
+            for a in arrays]

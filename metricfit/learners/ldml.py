@@ -23,6 +23,8 @@ from ._xp import (
     fit_ldml_on_device,
     ldml_distance_on_device,
     ldml_transform_on_device,
+    logistic_columns,
+    scores_namespace,
 )
 
 NEGATIVE_EIGENVALUE_RTOL = 1e-6  # an eigenvalue below -rtol * max|eigenvalue| is "negative"
@@ -298,6 +300,8 @@ class LDML(SolverMixin, PairLearnerMixin, BaseEstimator):
         """``[[1 - p, p]]`` per pair, ``p = sigma(b - d_M)`` (eq. 2); columns follow ``classes_``
         ([-1, 1]). Returns an array of shape (n_pairs, 2)."""
         u = self.pair_score(pairs)
+        if scores_namespace(u) is not None:  # array-API input: its namespace and device
+            return logistic_columns(u)
         return np.column_stack([expit(-u), expit(u)])
 
     def transform(self, X):
