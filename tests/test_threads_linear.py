@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import metricfit
-from metricfit.parallel import blas_threads
 from metricfit.losses import _index, _rows, csml, ddml, ldml, tsml
 from metricfit.pairs import _index_pairs
+from metricfit.parallel import blas_threads
 
 THREADS = (1, 2, 3)
 N, D, K, N_POINTS = 203, 13, 7, 61  # odd sizes: blocks end mid-way
