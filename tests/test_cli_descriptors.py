@@ -22,12 +22,14 @@ def test_new_features_fit_digit_sized_images(kind, dim):
     assert np.allclose(cli._features(DIGITS, f"sqrt-{kind}", True) ** 2, out)
 
 
-@pytest.mark.parametrize("kind, cls, dim", [("hog", HOG, 864), ("dsift", DenseSIFT, 4352),
-                                            ("gabor", Gabor, 1200), ("lbp", LBP, 1770)])
-def test_lfw_sized_images_get_the_documented_defaults(kind, cls, dim):
+@pytest.mark.parametrize("kind, cls, params, dim", [
+    ("hog", HOG, {}, 864), ("dsift", DenseSIFT, {}, 4352), ("gabor", Gabor, {}, 1200),
+    # the seed's 10x10 cells scaled to the 62x47 crops (issue 28): 12 x 9 cells of 59 bins
+    ("lbp", LBP, {"block_size": (5, 5)}, 6372)])
+def test_lfw_sized_images_get_the_documented_defaults(kind, cls, params, dim):
     extractor = cli._extractor(kind, 62, 47)
     assert type(extractor) is cls
-    assert extractor.get_params() == cls().get_params()
+    assert extractor.get_params() == cls(**params).get_params()
     assert extractor.fit(np.zeros((1, 62, 47))).n_features_out_ == dim
 
 

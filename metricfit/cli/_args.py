@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from ..experiments import verification
+from ..features.lbp import CROP_CELL_SIDE
 
 DESCRIPTION = "The ``metricfit`` command."
 
@@ -292,8 +293,11 @@ def _parser():
                         metavar="{digits,att,lfw,yale,PATH.npz}")
     verify.add_argument("--features", default="pixels", choices=FEATURES,
                         help=f"one of {', '.join(FEATURES)}")
-    verify.add_argument("--lbp-block", type=_block_list, default=[10], metavar="PIXELS[,...]",
-                        help="side of the square LBP blocks (cells) of lbp, sqrt-lbp; several "
+    verify.add_argument("--lbp-block", type=_block_list, default=[CROP_CELL_SIDE],
+                        metavar="PIXELS[,...]",
+                        help="side of the square LBP blocks (cells) of lbp, sqrt-lbp "
+                             f"(default {CROP_CELL_SIDE}: the seed's 10 scaled to 62x47 "
+                             "crops); several "
                              "(e.g. 5,6,8,10): each cell size is run through the protocol and "
                              "chosen per method and experiment on the validation fold (with "
                              "--lbp-radius: every cell size x radius setting)")

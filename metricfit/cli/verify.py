@@ -11,6 +11,7 @@ from sklearn.utils import Bunch
 
 from .. import datasets
 from ..experiments import selection, verification
+from ..features.lbp import CROP_CELL_SIDE
 from ..pairs.splits import labelled_folds, unrestricted_train_pairs
 from ._output import _write_json
 from ._plot import _plot
@@ -64,7 +65,7 @@ def _own_pairs(args, data):
     return index, y, fold, f"{source}: {folds.size} folds of {per} pairs"
 
 
-def _extractor(kind, height, width, lbp_block=10, lbp_radius=1):
+def _extractor(kind, height, width, lbp_block=CROP_CELL_SIDE, lbp_radius=1):
     """The unfitted image descriptor of ``kind`` (without its sqrt- prefix), scaled down to
     fit small images (block sides at most half the image, HOG cells at most a quarter, SIFT
     patches at most the image). ``lbp_block``, ``lbp_radius`` (a radius or a tuple of radii:
@@ -85,7 +86,7 @@ def _extractor(kind, height, width, lbp_block=10, lbp_radius=1):
     return Gabor(block_size=side(10))
 
 
-def _features(images, kind, quiet, lbp_block=10, lbp_radius=1):
+def _features(images, kind, quiet, lbp_block=CROP_CELL_SIDE, lbp_radius=1):
     """(n, d) float64 feature vectors of the images, computed once for the whole protocol."""
     n = images.shape[0]
     if kind in ("pixels", "sqrt"):
@@ -244,7 +245,7 @@ def _radius_label(radii):
 def _lbp_variants(args):
     """``[(label, block, radii)]``: every --lbp-block x --lbp-radius setting for lbp and
     sqrt-lbp (the label names both, e.g. '5x5 r1+2'); one unlabelled entry otherwise."""
-    blocks = getattr(args, "lbp_block", [10])
+    blocks = getattr(args, "lbp_block", [CROP_CELL_SIDE])
     radii = getattr(args, "lbp_radius", [(1.0,)])
     if args.features not in ("lbp", "sqrt-lbp"):
         return [(None, blocks[0], radii[0])]
