@@ -52,11 +52,12 @@ class LDMLXPObjective:
     Examples
     --------
     >>> import numpy as np
+    >>> from array_api_compat import numpy as xnp  # NumPy as an array-API namespace
     >>> from metricfit.losses import ldml, xp_ldml
     >>> rng = np.random.default_rng(0)
     >>> X1, X2 = rng.normal(size=(2, 20, 4))
     >>> s = np.repeat([1.0, -1.0], 10)
-    >>> f = xp_ldml.xp_objective(np, X1, X2, s, lam=0.1)  # NumPy as the namespace
+    >>> f = xp_ldml.xp_objective(xnp, X1, X2, s, lam=0.1)
     >>> theta = rng.normal(size=f.n_params)
     >>> (J, g), (J_np, g_np) = f(theta), ldml.objective(X1, X2, s, lam=0.1)(theta)
     >>> bool(np.isclose(J, J_np) and np.allclose(g, g_np))
@@ -107,12 +108,13 @@ class LDMLXPIndexObjective(LDMLXPObjective):
     Examples
     --------
     >>> import numpy as np
+    >>> from array_api_compat import numpy as xnp  # NumPy as an array-API namespace
     >>> from metricfit.losses import ldml, xp_ldml
     >>> rng = np.random.default_rng(0)
     >>> points = rng.normal(size=(6, 4))
     >>> index = np.array([[0, 1], [2, 3], [4, 5], [0, 5], [1, 2], [3, 4]])
     >>> s = np.array([1.0, 1, 1, -1, -1, -1])
-    >>> f = xp_ldml.xp_index_objective(np, points, index, s, lam=0.1)
+    >>> f = xp_ldml.xp_index_objective(xnp, points, index, s, lam=0.1)
     >>> theta = rng.normal(size=f.n_params)
     >>> J, g = f(theta)
     >>> J_np, g_np = ldml.index_objective(points, index, s, lam=0.1)(theta)

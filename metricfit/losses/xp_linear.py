@@ -210,15 +210,17 @@ class XPLinearObjective:
 
     Examples
     --------
-    NumPy itself is an array-API namespace, so the xp objectives run anywhere (the learners
-    pass torch or CuPy arrays); they equal the NumPy + numba objectives:
+    NumPy (through array_api_compat's wrapper) is an array-API namespace, so the xp objectives
+    run anywhere (the learners pass torch or CuPy arrays); they equal the NumPy + numba
+    objectives:
 
     >>> import numpy as np
+    >>> from array_api_compat import numpy as xnp  # NumPy as an array-API namespace
     >>> from metricfit.losses import tsml, xp_linear
     >>> rng = np.random.default_rng(0)
     >>> X1, X2 = rng.normal(size=(2, 20, 4))
     >>> s, A = np.repeat([1.0, -1.0], 10), rng.normal(size=(2, 4))
-    >>> f = xp_linear.xp_objective(np, "triangular", X1, X2, s, lam=0.1)
+    >>> f = xp_linear.xp_objective(xnp, "triangular", X1, X2, s, lam=0.1)
     >>> type(f).__name__
     'TSMLXPObjective'
     >>> J, G = f(A)
@@ -365,12 +367,13 @@ class XPIndexObjective(XPLinearObjective):
     Examples
     --------
     >>> import numpy as np
+    >>> from array_api_compat import numpy as xnp  # NumPy as an array-API namespace
     >>> from metricfit.losses import ddml, xp_linear
     >>> rng = np.random.default_rng(0)
     >>> points = rng.normal(size=(6, 4))
     >>> index = np.array([[0, 1], [2, 3], [4, 5], [0, 5], [1, 2], [3, 4]])
     >>> s, A = np.array([1.0, 1, 1, -1, -1, -1]), rng.normal(size=(2, 4))
-    >>> f = xp_linear.xp_index_objective(np, "ddml", points, index, s, T=10.0, tau=1.0)
+    >>> f = xp_linear.xp_index_objective(xnp, "ddml", points, index, s, T=10.0, tau=1.0)
     >>> J, G = f(A)
     >>> J_vec, G_vec = ddml.objective(points[index[:, 0]], points[index[:, 1]], s)(A)
     >>> bool(np.isclose(J, J_vec) and np.allclose(G, G_vec))
