@@ -84,3 +84,16 @@ def test_bad_input(X, match):
 def test_bad_upsample():
     with pytest.raises(ValueError, match="upsample"):
         DlibFaceEmbedding(upsample=0).transform(_noise())
+
+
+@needs_dlib
+def test_verify_features_dlib(tmp_path, monkeypatch):
+    """``verify --features dlib`` computes (and caches) the descriptors of the data's images."""
+    from metricfit.cli._args import FEATURES
+    from metricfit.cli.verify import _features
+
+    assert "dlib" in FEATURES
+    monkeypatch.setenv("METRICFIT_DLIB_CACHE", str(tmp_path))
+    out = _features(_noise(3), "dlib", quiet=True)
+    assert out.shape == (3, 128) and len(list(tmp_path.glob("*.npy"))) == 3
+    np.testing.assert_array_equal(out, DlibFaceEmbedding().transform(_noise(3)))
