@@ -97,3 +97,10 @@ def test_verify_features_dlib(tmp_path, monkeypatch):
     out = _features(_noise(3), "dlib", quiet=True)
     assert out.shape == (3, 128) and len(list(tmp_path.glob("*.npy"))) == 3
     np.testing.assert_array_equal(out, DlibFaceEmbedding().transform(_noise(3)))
+
+
+def test_verify_features_dlib_needs_8bit_images():
+    from metricfit.cli.verify import _features
+
+    with pytest.raises(ValueError, match="8-bit"):
+        _features(np.random.default_rng(0).random((2, 20, 16)), "dlib", quiet=True)

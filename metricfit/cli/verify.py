@@ -116,8 +116,15 @@ def _dlib_features(images, quiet):
 
     from ..features.dlib_faces import DlibFaceEmbedding
 
+    if images.ndim not in (3, 4):
+        raise ValueError(f"--features dlib needs images (n, H, W) or (n, H, W, 3), got shape "
+                         f"{images.shape}.")
     if images.dtype != np.uint8:
-        images = np.clip(np.rint(images), 0, 255).astype(np.uint8)
+        if not (np.all(np.isfinite(images)) and np.all(images == np.rint(images))
+                and images.min() >= 0 and images.max() <= 255):
+            raise ValueError("--features dlib needs 8-bit images (integers 0 to 255); got "
+                             f"{images.dtype} values in [{images.min():g}, {images.max():g}].")
+        images = images.astype(np.uint8)
     cache = os.environ.get("METRICFIT_DLIB_CACHE",
                            os.path.join(os.path.expanduser("~"), ".cache", "metricfit", "dlib"))
     embedding = DlibFaceEmbedding(cache_dir=cache)
