@@ -129,15 +129,17 @@ def _dlib_features(images, quiet):
                            os.path.join(os.path.expanduser("~"), ".cache", "metricfit", "dlib"))
     embedding = DlibFaceEmbedding(cache_dir=cache)
     n, chunk = images.shape[0], 256
-    out, fallbacks = np.empty((n, 128)), 0
+    out, fallbacks, cached = np.empty((n, 128)), 0, 0
     bar = _Bar(n, "dlib features", quiet)
     for start in range(0, n, chunk):
         out[start:start + chunk] = embedding.transform(images[start:start + chunk])
         fallbacks += embedding.n_fallback_
+        cached += embedding.n_cached_
         bar.step(n=min(chunk, n - start))
     if not quiet:
-        print(f"dlib: no face detected on {fallbacks} of {n} newly embedded images "
-              "(whole crop taken as the face box)", file=sys.stderr)
+        print(f"dlib: {cached} of {n} images from the cache {cache}; no face detected on "
+              f"{fallbacks} of the {n - cached} others (whole image taken as the face box)",
+              file=sys.stderr)
     return out
 
 
