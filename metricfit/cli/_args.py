@@ -12,7 +12,7 @@ from ..features.lbp import CROP_CELL_SIDE
 DESCRIPTION = "The ``metricfit`` command."
 
 FEATURES = ("pixels", "sqrt", "lbp", "oclbp", "dsift", "gabor", "hog", "sqrt-lbp", "sqrt-oclbp",
-            "sqrt-dsift", "sqrt-gabor", "sqrt-hog")
+            "sqrt-dsift", "sqrt-gabor", "sqrt-hog", "dlib")
 
 
 class _Parser(argparse.ArgumentParser):

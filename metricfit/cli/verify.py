@@ -94,6 +94,8 @@ def _features(images, kind, quiet, lbp_block=CROP_CELL_SIDE, lbp_radius=1):
         if kind == "sqrt" and (vectors < 0).any():
             raise ValueError("--features sqrt needs non-negative pixel values.")
         return np.sqrt(vectors) if kind == "sqrt" else vectors
+    if kind == "dlib":
+        return _dlib_features(images, quiet)
     if images.ndim != 3:
         raise ValueError(f"--features {kind} needs images (n, H, W), got shape {images.shape}.")
     height, width = images.shape[1:]
@@ -105,6 +107,40 @@ def _features(images, kind, quiet, lbp_block=CROP_CELL_SIDE, lbp_radius=1):
         out[start:start + chunk] = extractor.transform(images[start:start + chunk])
         bar.step(n=min(chunk, n - start))
     return np.sqrt(out) if kind.startswith("sqrt-") else out
+
+
+def _dlib_features(images, quiet):
+    """dlib's 128-d face descriptors (the ``faces`` extra), cached on disk under
+    ``$METRICFIT_DLIB_CACHE`` (default ``~/.cache/metricfit/dlib``)."""
+    import os
+
+    from ..features.dlib_faces import DlibFaceEmbedding
+
+    if images.ndim not in (3, 4):
+        raise ValueError(f"--features dlib needs images (n, H, W) or (n, H, W, 3), got shape "
+                         f"{images.shape}.")
+    if images.dtype != np.uint8:
+        if not (np.all(np.isfinite(images)) and np.all(images == np.rint(images))
+                and images.min() >= 0 and images.max() <= 255):
+            raise ValueError("--features dlib needs 8-bit images (integers 0 to 255); got "
+                             f"{images.dtype} values in [{images.min():g}, {images.max():g}].")
+        images = images.astype(np.uint8)
+    cache = os.environ.get("METRICFIT_DLIB_CACHE",
+                           os.path.join(os.path.expanduser("~"), ".cache", "metricfit", "dlib"))
+    embedding = DlibFaceEmbedding(cache_dir=cache)
+    n, chunk = images.shape[0], 256
+    out, fallbacks, cached = np.empty((n, 128)), 0, 0
+    bar = _Bar(n, "dlib features", quiet)
+    for start in range(0, n, chunk):
+        out[start:start + chunk] = embedding.transform(images[start:start + chunk])
+        fallbacks += embedding.n_fallback_
+        cached += embedding.n_cached_
+        bar.step(n=min(chunk, n - start))
+    if not quiet:
+        print(f"dlib: {cached} of {n} images from the cache {cache}; no face detected on "
+              f"{fallbacks} of the {n - cached} others (whole image taken as the face box)",
+              file=sys.stderr)
+    return out
 
 
 def _wpca_dimension(args, vectors):
