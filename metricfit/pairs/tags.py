@@ -57,7 +57,8 @@ class PairTags:
 
 
 def final_step(estimator):
-    """The estimator that scores: a Pipeline's last step, else ``estimator`` itself.
+    """The estimator that scores: a Pipeline's last step (a nested Pipeline's, recursively),
+    else ``estimator`` itself.
 
     A Pipeline is anything with a non-empty ``steps`` list (also a
     :class:`~sklearn.frozen.FrozenEstimator` around one, which forwards ``steps``).
@@ -73,17 +74,20 @@ def final_step(estimator):
     (True, True)
     """
     steps = getattr(estimator, "steps", None)
-    return steps[-1][1] if steps else estimator
+    return final_step(steps[-1][1]) if steps else estimator
 
 
 def before_final_step(estimator, X):
-    """``X`` through a Pipeline's steps before its last (skipping None and 'passthrough'), as
-    ``pipeline[:-1].transform(X)``; ``X`` itself for an estimator that is not a Pipeline."""
+    """``X`` through every step before the scoring one (skipping None and 'passthrough'), as
+    ``pipeline[:-1].transform(X)``, into a nested last Pipeline likewise; ``X`` itself for an
+    estimator that is not a Pipeline."""
     steps = getattr(estimator, "steps", None)
-    for _, step in (steps or [])[:-1]:
+    if not steps:
+        return X
+    for _, step in steps[:-1]:
         if step is not None and step != "passthrough":
             X = step.transform(X)
-    return X
+    return before_final_step(steps[-1][1], X)
 
 
 def score_kind(estimator):
