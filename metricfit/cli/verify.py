@@ -363,7 +363,10 @@ def run(args):
                      f"experiment from {', '.join(runs)}")
     elif args.features in ("lbp", "sqrt-lbp"):
         protocol += f"; LBP {next(iter(runs)) or ''}".rstrip()
-    print(f"{protocol}; features {args.features}; mean +- SEM over {len(experiments)}; "
+    features = args.features
+    if features == "pixels" and np.ndim(data.images) == 2:
+        features = "the file's vectors"  # an .npz of embeddings, not images
+    print(f"{protocol}; features {features}; mean +- SEM over {len(experiments)}; "
           f"{seconds:.1f} s")
     print(verification.format_table(rows, calibrated=args.calibrate, prior=args.prior))
     resolution = _dcf_resolution(experiments, args.prior)
