@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _array_backends import array_backends
 
 import metricfit
 from metricfit import CSML, DDML, LDML, TSML, Siamese
@@ -19,24 +20,7 @@ RTOL = {np.float64: 1e-6, np.float32: 1e-4}
 LOSSES = {"triangular": (tsml, {}), "cosine": (csml, {}), "ddml": (ddml, {"T": 3.0, "tau": 1.0})}
 
 
-def _backends():
-    out = []
-    try:
-        import array_api_strict
-
-        out.append(pytest.param(array_api_strict.asarray, id="array_api_strict"))
-    except ImportError:
-        pass
-    try:
-        import torch
-
-        out.append(pytest.param(torch.asarray, id="torch-cpu"))
-    except ImportError:
-        pass
-    return out or [pytest.param(None, marks=pytest.mark.skip("no array-API library"))]
-
-
-BACKENDS = _backends()
+BACKENDS = array_backends()
 
 
 def _xp(convert):

@@ -15,29 +15,14 @@ from metricfit import CSML, DDML, LDML, PLDA, TSML, Siamese
 from metricfit._array_api import device_of, to_numpy
 
 pytest.importorskip("array_api_compat")
+from _array_backends import array_backends
+
 from metricfit.learners._xp import logistic_columns  # noqa: E402
 
 RTOL = {np.float64: 1e-6, np.float32: 1e-4}
 
 
-def _backends():
-    out = []
-    try:
-        import array_api_strict
-
-        out.append(pytest.param(array_api_strict.asarray, id="array_api_strict"))
-    except ImportError:
-        pass
-    try:
-        import torch
-
-        out.append(pytest.param(torch.asarray, id="torch-cpu"))
-    except ImportError:
-        pass
-    return out or [pytest.param(None, marks=pytest.mark.skip("no array-API library"))]
-
-
-BACKENDS = _backends()
+BACKENDS = array_backends()
 
 LEARNERS = [
     pytest.param(TSML, {"n_components": 3, "lam": 0.1}, id="TSML"),

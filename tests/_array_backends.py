@@ -1,0 +1,22 @@
+"""The array-API libraries the CPU tests run on: array_api_strict and torch (CPU), each where
+installed, as pytest parameters of their ``asarray``."""
+
+import pytest
+
+
+def array_backends():
+    """``pytest.param(asarray, id=...)`` for each installed library (one skipped param if none)."""
+    out = []
+    try:
+        import array_api_strict
+
+        out.append(pytest.param(array_api_strict.asarray, id="array_api_strict"))
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        out.append(pytest.param(torch.asarray, id="torch-cpu"))
+    except ImportError:
+        pass
+    return out or [pytest.param(None, marks=pytest.mark.skip("no array-API library"))]
