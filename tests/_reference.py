@@ -3,6 +3,8 @@ papers' equations. The kernels must match them."""
 
 import numpy as np
 
+from metricfit.losses import scml
+
 
 def _regulariser(A, A0, lam):
     A0 = np.zeros_like(A) if A0 is None else A0
@@ -225,3 +227,46 @@ def gabor_ref(image, kernels, block):
                 if r + block[0] / 2 < rows and c + block[1] / 2 < cols:
                     out.append(magnitude[r:r + block[0], c:c + block[1]].mean())
     return np.array(out)
+
+
+# -- ITML and SCML (issue 26) --
+
+def bregman_sweep_numpy(M, V, delta, lam, xi, gamma_proj, inv_gamma):
+    """Plain-NumPy twin of :func:`metricfit.losses.itml.bregman_sweep` (same updates, same
+    order)."""
+    for c in range(V.shape[0]):
+        Mv = M @ V[c]
+        p = V[c] @ Mv
+        if not p > 0.0:
+            continue
+        s = delta[c]
+        alpha = min(lam[c], s * gamma_proj * (1.0 / p - 1.0 / xi[c]))
+        if alpha == 0.0:
+            continue
+        lam[c] -= alpha
+        beta = s * alpha / (1.0 - s * alpha * p)
+        xi[c] = 1.0 / (1.0 / xi[c] + s * alpha * inv_gamma)
+        M += beta * np.outer(Mv, Mv)
+
+
+def dual_averaging_numpy(P, triplets, batches, beta, gamma, output_iter):
+    """Plain-NumPy twin of :func:`metricfit.losses.scml.dual_averaging` (the whole z rows,
+    metric-learn's form)."""
+    K = P.shape[1]
+    w, avg, ada = np.zeros(K), np.zeros(K), np.zeros(K)
+    best_w, best = np.zeros(K), np.inf
+    for it, idx in enumerate(batches):
+        t = triplets[idx]
+        z = (P[t[:, 0]] - P[t[:, 1]]) ** 2 - (P[t[:, 0]] - P[t[:, 2]]) ** 2
+        g = z[1 + z @ w > 0].sum(axis=0) / batches.shape[1]
+        avg = (it * avg + g) / (it + 1)
+        ada = np.sqrt(ada ** 2 + g ** 2)
+        w = (it + 1) / (gamma * (scml.ADAGRAD_EPS + ada)) * np.maximum(0.0, -(avg + beta))
+        if (it + 1) % output_iter == 0:
+            zall = ((P[triplets[:, 0]] - P[triplets[:, 1]]) ** 2
+                    - (P[triplets[:, 0]] - P[triplets[:, 2]]) ** 2)
+            slack = 1 + zall @ w
+            obj = slack[slack > 0].sum() / triplets.shape[0] + beta * w.sum()
+            if obj < best:
+                best, best_w = obj, w.copy()
+    return best_w, best

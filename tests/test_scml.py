@@ -3,6 +3,7 @@ reports, the bases, the kNN triplets, the fit (vector and index triplets), error
 
 import numpy as np
 import pytest
+from _reference import dual_averaging_numpy
 from sklearn.base import clone
 
 from metricfit import SCML, SCML_Supervised
@@ -18,7 +19,7 @@ def test_dual_averaging_matches_its_numpy_twin():
     T = np.column_stack([anchors, anchors + 20, rng.randint(0, 40, size=300)])
     batches = rng.randint(0, 300, size=(800, 10))
     w, best = kernels.dual_averaging(P, T, batches, 1e-4, 5e-3, 100)
-    w2, best2 = kernels.dual_averaging_numpy(P, T, batches, 1e-4, 5e-3, 100)
+    w2, best2 = dual_averaging_numpy(P, T, batches, 1e-4, 5e-3, 100)
     np.testing.assert_allclose(w, w2, rtol=1e-9, atol=1e-12)
     assert best == pytest.approx(best2, rel=1e-12)
     assert best == pytest.approx(kernels.triplet_objective(P, T, w, 1e-4), rel=1e-12)

@@ -45,7 +45,7 @@ Convergence (as the authors' release and metric-learn): after each sweep,
 import numpy as np
 from numba import njit
 
-__all__ = ["bregman_sweep", "bregman_sweep_numpy", "fit_itml", "distance_bounds_of"]
+__all__ = ["bregman_sweep", "fit_itml", "distance_bounds_of"]
 
 
 @njit(cache=True)
@@ -87,23 +87,6 @@ def bregman_sweep(M, V, delta, lam, xi, gamma_proj, inv_gamma):  # pragma: no co
             b = beta * Mv[j]
             for k in range(d):
                 M[j, k] += b * Mv[k]
-
-
-def bregman_sweep_numpy(M, V, delta, lam, xi, gamma_proj, inv_gamma):
-    """Plain-NumPy twin of :func:`bregman_sweep` (same updates, same order)."""
-    for c in range(V.shape[0]):
-        Mv = M @ V[c]
-        p = V[c] @ Mv
-        if not p > 0.0:
-            continue
-        s = delta[c]
-        alpha = min(lam[c], s * gamma_proj * (1.0 / p - 1.0 / xi[c]))
-        if alpha == 0.0:
-            continue
-        lam[c] -= alpha
-        beta = s * alpha / (1.0 - s * alpha * p)
-        xi[c] = 1.0 / (1.0 / xi[c] + s * alpha * inv_gamma)
-        M += beta * np.outer(Mv, Mv)
 
 
 def distance_bounds_of(diff, M0, percentiles=(5, 95), squared=False):

@@ -36,7 +36,7 @@ not depend on the thread count.
 import numpy as np
 from numba import njit
 
-__all__ = ["dual_averaging", "dual_averaging_numpy", "triplet_objective", "triplet_diff_bases"]
+__all__ = ["dual_averaging", "triplet_objective", "triplet_diff_bases"]
 
 ADAGRAD_EPS = 1e-3
 
@@ -132,28 +132,6 @@ def dual_averaging(P, triplets, batches, beta, gamma, output_iter):
                                   np.ascontiguousarray(triplets, dtype=np.int64),
                                   np.ascontiguousarray(batches, dtype=np.int64),
                                   float(beta), float(gamma), int(output_iter))
-
-
-def dual_averaging_numpy(P, triplets, batches, beta, gamma, output_iter):
-    """Plain-NumPy twin of :func:`dual_averaging` (the whole z rows, metric-learn's form)."""
-    K = P.shape[1]
-    w, avg, ada = np.zeros(K), np.zeros(K), np.zeros(K)
-    best_w, best = np.zeros(K), np.inf
-    for it, idx in enumerate(batches):
-        t = triplets[idx]
-        z = (P[t[:, 0]] - P[t[:, 1]]) ** 2 - (P[t[:, 0]] - P[t[:, 2]]) ** 2
-        g = z[1 + z @ w > 0].sum(axis=0) / batches.shape[1]
-        avg = (it * avg + g) / (it + 1)
-        ada = np.sqrt(ada ** 2 + g ** 2)
-        w = (it + 1) / (gamma * (ADAGRAD_EPS + ada)) * np.maximum(0.0, -(avg + beta))
-        if (it + 1) % output_iter == 0:
-            zall = ((P[triplets[:, 0]] - P[triplets[:, 1]]) ** 2
-                    - (P[triplets[:, 0]] - P[triplets[:, 2]]) ** 2)
-            slack = 1 + zall @ w
-            obj = slack[slack > 0].sum() / triplets.shape[0] + beta * w.sum()
-            if obj < best:
-                best, best_w = obj, w.copy()
-    return best_w, best
 
 
 def triplet_diff_bases(X, triplets, n_basis, rng):
