@@ -20,3 +20,12 @@ def array_backends():
     except ImportError:
         pass
     return out or [pytest.param(None, marks=pytest.mark.skip("no array-API library"))]
+
+
+def cuda_torch():
+    """torch where it is installed and sees a CUDA device, else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None

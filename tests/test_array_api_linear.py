@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _array_backends import array_backends
+from _array_backends import array_backends, cuda_torch
 
 import metricfit
 from metricfit import CSML, DDML, LDML, TSML, Siamese
@@ -286,19 +286,11 @@ def test_dask_points_keep_the_numpy_path_with_dispatch_on():
 
 # -- GPU ----------------------------------------------------------------------------------
 
-def _cuda():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch if torch.cuda.is_available() else None
-
-
-@pytest.mark.skipif(_cuda() is None, reason="no CUDA device")
+@pytest.mark.skipif(cuda_torch() is None, reason="no CUDA device")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize(("Est", "params"), FITS)
 def test_whole_fits_on_cuda(dtype, Est, params):
-    torch = _cuda()
+    torch = cuda_torch()
     pairs, y = _pairs(dtype=dtype)
     params = dict(params, max_iter=5) if dtype == np.float32 else params  # as on the CPU
     ref, est = _fit_both(Est, params, pairs, y,
@@ -311,10 +303,10 @@ def test_whole_fits_on_cuda(dtype, Est, params):
         Est(**params).fit(torch.asarray(pairs, device="cuda"), torch.asarray(y))
 
 
-@pytest.mark.skipif(_cuda() is None, reason="no CUDA device")
+@pytest.mark.skipif(cuda_torch() is None, reason="no CUDA device")
 @pytest.mark.parametrize("loss", sorted(LOSSES))
 def test_objectives_on_cuda(loss):
-    torch = _cuda()
+    torch = cuda_torch()
     module, params = LOSSES[loss]
     X1, X2, s, A, A0 = _data(dtype=np.float32)
     J, G = module.objective(X1, X2, s, lam=0.1, A0=A0, **params)(A)

@@ -15,7 +15,7 @@ from metricfit import CSML, DDML, LDML, PLDA, TSML, Siamese
 from metricfit._array_api import device_of, to_numpy
 
 pytest.importorskip("array_api_compat")
-from _array_backends import array_backends
+from _array_backends import array_backends, cuda_torch
 
 from metricfit.learners._xp import logistic_columns  # noqa: E402
 
@@ -199,19 +199,11 @@ def test_numpy_input_keeps_its_path(Est, params):
         assert accuracy == float(np.mean((decision >= 0) == (s == 1)))
 
 
-def _cuda():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch if torch.cuda.is_available() else None
-
-
-@pytest.mark.skipif(_cuda() is None, reason="no CUDA device")
+@pytest.mark.skipif(cuda_torch() is None, reason="no CUDA device")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize(("Est", "params"), LEARNERS)
 def test_classifier_api_on_cuda(dtype, Est, params):
-    torch = _cuda()
+    torch = cuda_torch()
     est, pairs, s = _fit(Est, params, dtype)
     cuda_pairs = torch.asarray(pairs, device="cuda")
     with metricfit.array_api_dispatch():

@@ -4,6 +4,7 @@ namespace; GPU tests skip without CUDA."""
 
 import numpy as np
 import pytest
+from _array_backends import array_backends, cuda_torch
 from numpy.testing import assert_allclose
 
 import metricfit
@@ -22,23 +23,6 @@ def _data(seed=0, d=5):
     X = 3 * rng.normal(size=(counts.size, d))[labels] + rng.normal(size=(labels.size, d))
     pairs = np.stack([X[:40], X[20:60]], axis=1)
     return X, labels, pairs
-
-
-def _namespaces():
-    out = []
-    try:
-        import array_api_strict
-
-        out.append(pytest.param(array_api_strict.asarray, id="array_api_strict"))
-    except ImportError:
-        pass
-    try:
-        import torch
-
-        out.append(pytest.param(torch.asarray, id="torch-cpu"))
-    except ImportError:
-        pass
-    return out
 
 
 def _check_like_numpy(convert, dtype, X, labels, pairs):
@@ -61,7 +45,7 @@ def _check_like_numpy(convert, dtype, X, labels, pairs):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("convert", _namespaces())
+@pytest.mark.parametrize("convert", array_backends())
 def test_fit_and_scores_on_the_array_api_equal_numpy(convert, dtype):
     _check_like_numpy(convert, dtype, *_data())
 
@@ -100,8 +84,8 @@ def test_simplified_plda_and_pairs_fall_back_to_the_host():
 
 
 def _cuda():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
+    torch = cuda_torch()
+    if torch is None:
         pytest.skip("no CUDA device")
     return torch
 
