@@ -92,15 +92,26 @@ def _controller():
     return _BLAS[0]
 
 
+_BLAS_LIMIT = contextvars.ContextVar("metricfit_blas_limit", default=None)
+
+
 @contextlib.contextmanager
 def blas_threads(n):
-    """BLAS limited to ``n`` threads inside the block (``n`` None: left as it is)."""
+    """BLAS limited to ``n`` threads inside the block (``n`` None: left as it is).
+
+    Inside a block that already holds BLAS at ``n`` it does nothing (a limit costs some 30
+    microseconds, and the convnet's layers ask for one inside passes that hold it).
+    """
     n = _check_count(n)
-    if n is None:
+    if n is None or _BLAS_LIMIT.get() == n:
         yield
         return
-    with _controller().limit(limits=n, user_api="blas"):
-        yield
+    token = _BLAS_LIMIT.set(n)
+    try:
+        with _controller().limit(limits=n, user_api="blas"):
+            yield
+    finally:
+        _BLAS_LIMIT.reset(token)
 
 
 @contextlib.contextmanager

@@ -32,9 +32,8 @@ import itertools
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
 
-from ..parallel import get_threads
+from ..parallel import blas_threads, get_threads
 
 __all__ = ["CHUNK", "get_num_threads", "num_threads", "map_chunks", "blas_single_threaded",
            "n_threads", "spans", "map_spans"]
@@ -42,7 +41,6 @@ __all__ = ["CHUNK", "get_num_threads", "num_threads", "map_chunks", "blas_single
 CHUNK = 16  # images per block of partial parameter gradients (and per map_chunks task)
 _THREADS = contextvars.ContextVar("metricfit_cnn_threads", default=None)
 _POOLS = {}
-_BLAS = []  # the ThreadpoolController, made on first use
 
 
 def get_num_threads():
@@ -72,25 +70,12 @@ def num_threads(n):
         _THREADS.reset(token)
 
 
-_BLAS_ONE = contextvars.ContextVar("metricfit_cnn_blas_one", default=False)
-
-
-@contextlib.contextmanager
 def blas_single_threaded():
     """BLAS on one thread inside the block (see above; also makes a result independent of the
-    BLAS thread count, whose GEMMs round differently on 1 and 2 threads). Inside another such
-    block it does nothing (a limit costs some 30 microseconds)."""
-    if _BLAS_ONE.get():
-        yield
-        return
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
-    token = _BLAS_ONE.set(True)
-    try:
-        with _BLAS[0].limit(limits=1, user_api="blas"):
-            yield
-    finally:
-        _BLAS_ONE.reset(token)
+    BLAS thread count, whose GEMMs round differently on 1 and 2 threads): the package's
+    :func:`metricfit.parallel.blas_threads` ``(1)``, which does nothing inside another such
+    block."""
+    return blas_threads(1)
 
 
 def _pool(n):
