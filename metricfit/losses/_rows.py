@@ -147,34 +147,10 @@ class PairKernel:
 
 
 @njit(cache=True, nogil=True)
-def row_sumsq(X, i):  # pragma: no cover (compiled)
-    """``sum_j X[i, j]^2`` in float64, on four accumulators (entries j = 0, 1, 2, 3 mod 4;
-    the tail onto the first) added as ``(s0 + s1) + (s2 + s3)``: a fixed order that breaks
-    the chain of dependent additions a single accumulator makes)."""
-    k = X.shape[1]
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    stop = k - k % 4
-    for j in range(0, stop, 4):
-        x0 = np.float64(X[i, j])
-        x1 = np.float64(X[i, j + 1])
-        x2 = np.float64(X[i, j + 2])
-        x3 = np.float64(X[i, j + 3])
-        s0 += x0 * x0
-        s1 += x1 * x1
-        s2 += x2 * x2
-        s3 += x3 * x3
-    for j in range(stop, k):
-        x0 = np.float64(X[i, j])
-        s0 += x0 * x0
-    return (s0 + s1) + (s2 + s3)
-
-
-@njit(cache=True, nogil=True)
 def row_dot(X, Y, i):  # pragma: no cover (compiled)
-    """``sum_j X[i, j] Y[i, j]`` in float64, in the order of :func:`row_sumsq`."""
+    """``sum_j X[i, j] Y[i, j]`` in float64, on four accumulators (entries j = 0, 1, 2, 3
+    mod 4; the tail onto the first) added as ``(s0 + s1) + (s2 + s3)``: a fixed order that
+    breaks the chain of dependent additions a single accumulator makes."""
     k = X.shape[1]
     s0 = 0.0
     s1 = 0.0
@@ -189,3 +165,10 @@ def row_dot(X, Y, i):  # pragma: no cover (compiled)
     for j in range(stop, k):
         s0 += np.float64(X[i, j]) * np.float64(Y[i, j])
     return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, nogil=True)
+def row_sumsq(X, i):  # pragma: no cover (compiled)
+    """``sum_j X[i, j]^2`` in float64, in the order of :func:`row_dot` (it is ``row_dot(X, X,
+    i)``)."""
+    return row_dot(X, X, i)
