@@ -166,7 +166,8 @@ PUBLIC_NAMES = frozenset({
 
     "metricfit.experiments.verification.validation_accuracy",
     # metricfit.features
-    "metricfit.features.DenseSIFT", "metricfit.features.Gabor", "metricfit.features.HOG",
+    "metricfit.features.DenseSIFT", "metricfit.features.DlibFaceEmbedding",
+    "metricfit.features.Gabor", "metricfit.features.HOG",
     "metricfit.features.LBP", "metricfit.features.OCLBP", "metricfit.features.SquareRoot",
     "metricfit.features.block_histograms", "metricfit.features.gabor_kernel",
     "metricfit.features.lbp_codes", "metricfit.features.lbp_histograms",

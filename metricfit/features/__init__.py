@@ -14,16 +14,22 @@ dependency). :class:`DenseSIFT`, :class:`Gabor` and :class:`HOG` (issue 15) foll
 Liu & Wechsler 2002 (kernels equal to scikit-image's ``gabor_kernel``) and scikit-image's
 ``hog``; see :mod:`metricfit.features.descriptors`. Kernels are serial numba functions,
 compiled on first use and cached on disk (Gabor's convolutions are FFTs in scipy.fft).
+
+:class:`DlibFaceEmbedding` (issue 28) is the pretrained alternative: dlib's 128-d ResNet face
+descriptor behind its detector, landmarks and face chip, with the ``faces`` extra (dlib is
+imported on first use, never at import).
 """
 
 from ._blocks import block_histograms, lbp_histograms, n_windows  # noqa: F401
 from ._gabor import gabor_kernel
 from ._lbp import lbp_codes
 from .descriptors import HOG, DenseSIFT, Gabor
+from .dlib_faces import DlibFaceEmbedding
 from .lbp import LBP, OCLBP
 from .sqrt import SquareRoot
 
 __all__ = [
-    "LBP", "OCLBP", "DenseSIFT", "Gabor", "HOG", "SquareRoot", "gabor_kernel", "lbp_codes",
+    "LBP", "OCLBP", "DenseSIFT", "Gabor", "HOG", "SquareRoot", "DlibFaceEmbedding",
+    "gabor_kernel", "lbp_codes",
     "block_histograms", "lbp_histograms",
 ]

