@@ -17,7 +17,7 @@ Workloads (``--only NAME ...`` selects; ``--list`` prints them):
 * ``convnet_step``, ``convnet_inference``: the siamese convnet of seed 000, 64 pairs of 56x46
   (as ``bench_cnn.py``); ``plda_em``: one EM iteration of PLDA on 1e5 x 256 against its two GEMMs
   (as ``bench_plda.py``); ``nca_iteration``: one L-BFGS iteration of NCA on digits (as
-  ``bench_nca.py``); ``descriptors``: LBP, OCLBP, DenseSIFT, Gabor and HOG of 200 synthetic
+  ``bench_nca.py``); ``descriptors``: LBP, OCLBP, DenseSIFT, Gabor and HOG of 1,024 synthetic
   62x47 images (as ``bench_descriptors.py``, without LFW).
 
 Registry: ``WORKLOADS = {name: callable(repeats) -> {"ms": ..., "bound_ms": ..., "x_bound":
@@ -240,7 +240,7 @@ def _nca_iteration(repeats, iters=4):
     return {"ms": 1e3 * float(np.median(times[1:]))}
 
 
-def _descriptors(repeats, n_images=200):
+def _descriptors(repeats, n_images=1024):
     descriptors = _script("bench_descriptors").DESCRIPTORS
     images = np.random.default_rng(0).random((n_images, 62, 47))
     fitted = [make().fit(images[:1]) for make in descriptors.values()]
