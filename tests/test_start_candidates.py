@@ -108,6 +108,6 @@ def test_no_wpca_candidate_in_run_experiment():
                                   selection=dict(dims=[4], normalize=(False,)),
                                   start_candidates=candidates)
         (results[candidates],) = run_experiment(X, splits, config)
-    assert results[True].choice == {"wpca": "none"} and results[True].n_components == D
+    assert results[True].choice["wpca"] == "none" and results[True].n_components == D
     assert results[True].val_maxda > results[False].val_maxda + 0.05
-    assert results[False].choice is None
+    assert "wpca" not in results[False].choice

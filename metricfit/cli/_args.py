@@ -33,6 +33,17 @@ def _positive_int(text):
     return value
 
 
+def _non_negative_int(text):
+    """A count that may be 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def _lam(item):
     """One lambda: a finite number >= 0."""
     try:
@@ -345,6 +356,15 @@ def _parser():
                              "the best lies there); WPCA is fitted once per experiment at the "
                              "largest dimension. Off by default: --n-components, no "
                              "normalisation, --lams as given (the older tables)")
+    verify.add_argument("--select-on", choices=["accuracy", "min-dcf", "both"], default=None,
+                        help="how lambda (and the --select settings) are chosen: best maxDA, "
+                             "lowest minDCF(--prior), or best maxDA among the candidates at "
+                             "least level with 'no learning' in both (default: both for "
+                             "PATH.npz, your embeddings; accuracy for the bundled sets)")
+    verify.add_argument("--select-folds", type=_non_negative_int, default=None, metavar="K",
+                        help="also score each candidate on K image-disjoint parts of the "
+                             "training pairs (K+1 fits each) and judge by the mean over them "
+                             "and the validation fold (default: 5 for PATH.npz, 0 otherwise)")
     verify.add_argument("--dims", default=",".join(map(str, verification.DEFAULT_DIMS)),
                         type=_dim_list, help="with --select: candidate WPCA dimensions "
                                              "(comma-separated; capped at rank)")

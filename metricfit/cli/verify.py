@@ -114,7 +114,7 @@ def _dlib_features(images, quiet):
     ``$METRICFIT_DLIB_CACHE`` (default ``~/.cache/metricfit/dlib``)."""
     import os
 
-    from ..features.dlib_faces import DlibFaceEmbedding
+    from ..features import DlibFaceEmbedding
 
     if images.ndim not in (3, 4):
         raise ValueError(f"--features dlib needs images (n, H, W) or (n, H, W, 3), got shape "
@@ -163,12 +163,22 @@ def _baseline(args):
     return "raw" if args.data.endswith(".npz") else "wpca"
 
 
+def _judging(args):
+    """(--select-on, --select-folds), by default ('both', 5) for the user's .npz and
+    ('accuracy', 0) for the bundled sets (their tables)."""
+    own = args.data.endswith(".npz")
+    return (args.select_on or ("both" if own else "accuracy"),
+            (5 if own else 0) if args.select_folds is None else args.select_folds)
+
+
 def _run(args, data, vectors, methods, lams, progress):
     wpca, n_components, wpca_note = _wpca_dimension(args, vectors)
+    select_on, select_folds = _judging(args)
     config = verification.ExperimentConfig(
         methods=methods, n_components=n_components or 1, wpca=wpca,
         raw_baseline=_baseline(args) == "raw", prior=args.prior,
-        start_candidates=args.data.endswith(".npz"),
+        start_candidates=args.data.endswith(".npz"), select_on=select_on,
+        select_folds=select_folds,
         lams=lams, max_iter=args.max_iter, fusion=args.fusion, snorm=args.snorm,
         selection=dict(dims=args.dims) if args.select else None,
         cnn=dict(max_epochs=args.cnn_epochs, n_jobs=args.threads))
@@ -178,6 +188,12 @@ def _run(args, data, vectors, methods, lams, progress):
         wpca_note += ("; 'no learning' (the start)" + (" and 'no WPCA'" if args.select and wpca
                                                        else "")
                       + " among the candidates chosen on validation")
+    if any(map(verification.has_lam, methods)) and (select_on, select_folds) != ("accuracy", 0):
+        criterion = {"accuracy": "maxDA", "min-dcf": f"minDCF({args.prior:g})",
+                     "both": f"maxDA and minDCF({args.prior:g}), never below 'no learning'"}
+        wpca_note += (f"; lambda chosen by {criterion[select_on]} on the validation fold"
+                      + (f" and {select_folds} image-disjoint parts of the training pairs"
+                         if select_folds else ""))
     if "baseline" in methods:
         raw = _baseline(args) == "raw" or not wpca
         wpca_note += "; baseline: cosine of the raw vectors" if raw else \
@@ -380,6 +396,7 @@ def run(args):
             "setting": None if args.data == "digits" else args.setting or "restricted",
             "methods": methods, "fusion": args.fusion, "seconds": seconds,
             "prior": args.prior, "wpca": args.wpca, "baseline": _baseline(args),
+            "select_on": _judging(args)[0], "select_folds": _judging(args)[1],
             "dcf_resolution": {k: v for k, v in resolution.items() if k != "text"},
             "selection": {"dims": args.dims, "normalize": [False, True],
                           "lams": list(lams), "edge_decades": 1} if args.select else None,

@@ -24,7 +24,9 @@ from .methods import DEFAULT_METHODS, takes_images
 from .selection import (
     DEFAULT_DIMS,
     DEFAULT_LAMS,
+    Judge,
     image_method_and_test,
+    pair_groups,
     select_all_and_test,
     select_and_test,
 )
@@ -74,6 +76,18 @@ class ExperimentConfig:
         "no WPCA" (the selection run again on the raw vectors, when they have at most
         :data:`NO_WPCA_MAX_DIM` dimensions; the one of better validation maxDA is kept, its
         Result's ``choice`` saying ``{"wpca": "none"}``).
+    select_on : {'accuracy', 'min-dcf', 'both'}, default='accuracy'
+        How lambda (and with ``selection`` the other settings) are chosen
+        (:class:`~metricfit.experiments.selection.Judge`): the best validation maxDA, the
+        lowest minDCF(``prior``), or the best maxDA among the candidates at least level with
+        the start ("no learning", with ``start_candidates``) in both.
+    select_folds : int, default=0
+        Group-disjoint parts of the training pairs (no image on both sides) each candidate is
+        also scored on, besides the validation fold: the criterion is the mean over these
+        ``select_folds + 1`` sets (each candidate is fitted ``select_folds + 1`` times).
+        Where the training pairs form fewer image-disjoint groups (pairs drawn at random
+        from labelled images often link them all), parts drawn at random that share
+        images, with a warning.
 
     Examples
     --------
@@ -95,11 +109,29 @@ class ExperimentConfig:
     raw_baseline: bool = False
     prior: float = 0.01
     start_candidates: bool = False
+    select_on: str = "accuracy"
+    select_folds: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "methods", tuple(self.methods))
         if not 0 < self.prior < 1:
             raise ValueError(f"prior must be in (0, 1), got {self.prior!r}.")
+        Judge(self.select_on, self.select_folds, groups=(), prior=self.prior)  # checks both
+
+    def judge(self, train_index_pairs):
+        """The :class:`~metricfit.experiments.selection.Judge` of an experiment whose
+        training pairs are ``train_index_pairs`` (row indices into its vectors)."""
+        if not self.select_folds:
+            return Judge(self.select_on, 0, None, self.prior)
+        groups = pair_groups(train_index_pairs)
+        n_groups = np.unique(groups).size
+        if n_groups < self.select_folds:
+            warnings.warn(f"select_folds={self.select_folds}: the training pairs form "
+                          f"{n_groups} image-disjoint group(s), too few; its parts are drawn "
+                          "at random and share images", UserWarning, stacklevel=3)
+            rng = np.random.RandomState(0)
+            groups = rng.permutation(len(groups)) % self.select_folds
+        return Judge(self.select_on, self.select_folds, groups, self.prior)
 
 
 NO_WPCA_MAX_DIM = 1024
@@ -170,6 +202,7 @@ def run_experiment(vectors, splits, config=None, *old_args, progress=None, image
     embedded, data, image_data = _experiment_data(vectors, splits, config, selection, images)
     raw = _raw_data(vectors, splits) if config.raw_baseline and config.wpca else None
     train_images = np.unique(splits[0][0])
+    judge = config.judge(splits[0][0])
     results, inputs = [], []  # inputs: the (train, val, test) pairs each row was scored on
 
     def add(result, pairs):
@@ -189,13 +222,13 @@ def run_experiment(vectors, splits, config=None, *old_args, progress=None, image
         if takes_images(name):
             add(image_method_and_test(name, *image_data, params=config.cnn), image_data)
         elif selection is not None and pairs is data:
-            result = _select_with_raw(name, data, vectors, splits, config, selection)
+            result = _select_with_raw(name, data, vectors, splits, config, selection, judge)
             if _raw_chosen(result):
                 points, pairs = vectors, _raw_data(vectors, splits)
             add(result, pairs)
         else:
             add(select_and_test(name, *pairs, lams=config.lams, max_iter=config.max_iter,
-                                no_learning=config.start_candidates), pairs)
+                                no_learning=config.start_candidates, judge=judge), pairs)
         if config.snorm:
             cohort = points[np.random.RandomState(0).choice(
                 train_images, min(config.snorm, train_images.size), replace=False)]
@@ -210,22 +243,33 @@ def _raw_chosen(result):
     return isinstance(result.choice, dict) and result.choice.get("wpca") == "none"
 
 
-def _select_with_raw(name, data, vectors, splits, config, selection):
+def _select_with_raw(name, data, vectors, splits, config, selection, judge):
     """:func:`select_all_and_test` on the WPCA pairs and, as the "no WPCA" candidate of
-    ``config.start_candidates``, on the raw vectors' pairs: the Result of better validation
-    maxDA (WPCA on a tie)."""
+    ``config.start_candidates``, on the raw vectors' pairs: the Result the ``judge`` prefers
+    (higher maxDA; under 'min-dcf' lower minDCF first, under 'both' not worse in minDCF
+    either; WPCA on a tie)."""
     settings = dict(lams=config.lams, max_iter=config.max_iter,
-                    no_learning=config.start_candidates)
+                    no_learning=config.start_candidates, judge=judge)
     result = select_all_and_test(name, *data, **settings, **selection)
     d = np.shape(vectors)[1]
     if not (config.start_candidates and config.wpca and d <= NO_WPCA_MAX_DIM):
         return result
     raw = select_all_and_test(name, *_raw_data(vectors, splits), **settings,
                               **{**selection, "dims": [d]})
-    if raw.val_maxda > result.val_maxda:
-        raw.choice = {"wpca": "none"}
+    if _prefers(judge, raw.choice, result.choice):
+        raw.choice = {**raw.choice, "wpca": "none"}
         return raw
     return result
+
+
+def _prefers(judge, a, b):
+    """Whether ``judge`` prefers the chosen candidate with numbers ``a`` to the one with
+    ``b`` (each ``{"maxda": ..., "min_dcf": ...}``): strictly, so that ``b`` wins a tie."""
+    if judge.criterion == "min-dcf":
+        return (a["min_dcf"], -a["maxda"]) < (b["min_dcf"], -b["maxda"])
+    if judge.criterion == "both":
+        return a["maxda"] > b["maxda"] and a["min_dcf"] <= b["min_dcf"]
+    return a["maxda"] > b["maxda"]
 
 
 def _raw_data(vectors, splits):

@@ -7,23 +7,31 @@ the validation pairs (:class:`~metricfit.pairs.ValidationSplit`), and
 reports the test pairs. :func:`select` also chooses the WPCA dimension and the L2
 normalisation after it (:class:`LeadingComponents`); :func:`choose_variant` chooses among
 descriptor variants. The test pairs are never an argument of a choice.
+
+How the candidates are judged is a :class:`Judge` (issue 28 item 3): by default the validation
+fold's maxDA as above; or, on embeddings that are already good, the mean over the validation
+fold and ``folds`` group-disjoint folds of the training pairs of both maxDA and minDCF at the
+reported prior, keeping only candidates at least level with the start ("no learning") in both.
 """
 
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.model_selection import GridSearchCV
+from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.pipeline import Pipeline
 
 from ..learners import CSML, DDML, TSML
 from ..pairs import ValidationSplit, check_points_or_pairs
+from ..metrics import min_dcf
 from ..pairs.rows import l2_normalize
 from .evaluation import fit_and_test, maxda_scorer, validation_accuracy
 from .methods import has_lam, make_method
 
-__all__ = ["DEFAULT_LAMS", "DEFAULT_DIMS", "NO_LEARNING", "starts_centred",
-           "LeadingComponents", "Selection",
+__all__ = ["DEFAULT_LAMS", "DEFAULT_DIMS", "NO_LEARNING", "CRITERIA", "starts_centred",
+           "Judge", "pair_groups", "LeadingComponents", "Selection",
            "selection_pipeline", "select_lambda", "select", "select_and_test",
            "select_all_and_test", "image_method_and_test", "choose_variant"]
 
@@ -52,36 +60,169 @@ def _lam_candidates(name, lams, no_learning):
     return list(lams) + ([NO_LEARNING] if no_learning and starts_centred(name) else [])
 
 
-def _validation_search(estimator, param_grid, train, val):
+CRITERIA = ("accuracy", "min-dcf", "both")
+"""What a :class:`Judge` picks by: ``'accuracy'``, the best maxDA; ``'min-dcf'``, the lowest
+minDCF at the judge's prior (then the best maxDA); ``'both'``, among the candidates at least
+level with the start in maxDA *and* minDCF, the best maxDA."""
+
+
+@dataclass(frozen=True)
+class Judge:
+    """How the selections judge their candidates.
+
+    Every candidate is fitted on the training pairs and scored on the validation fold; with
+    ``folds`` > 0 also fitted on ``folds - 1`` of ``folds`` group-disjoint parts of the
+    training pairs and scored on the remaining part (scikit-learn's ``GroupKFold`` over
+    ``groups``: no image is on both sides, see :func:`pair_groups`), each part in turn. A
+    candidate's maxDA and minDCF(``prior``) are their means over these ``folds + 1`` scored
+    sets (each at its own best threshold: scores of different fits are never pooled).
+
+    One validation fold of LFW holds 300 non-target pairs, so one false accept moves its
+    minDCF(0.01) by 0.33: on its own it cannot tell a learned metric's minDCF from its
+    start's (issue 28, ``docs/results/embeddings.md``); the training folds add five more
+    estimates.
+
+    Parameters
+    ----------
+    criterion : {'accuracy', 'min-dcf', 'both'}, default='accuracy'
+        See :data:`CRITERIA`. With ``'both'`` the start is the best :data:`NO_LEARNING`
+        candidate (a start-centred learner's metric before learning); a search without one
+        picks by ``'accuracy'``.
+    folds : int, default=0
+        Training-pair parts scored besides the validation fold (0: the validation fold only,
+        the protocols' rule until issue 28; needs ``groups``).
+    groups : array-like of shape (n_train_pairs,) or None, default=None
+        A group per training pair (pairs of one group stay on one side).
+    prior : float, default=0.01
+        Target prior of the minDCF.
+
+    Examples
+    --------
+    >>> from metricfit.experiments.selection import Judge
+    >>> Judge(criterion="both", folds=5, groups=[0, 0, 1, 1, 2, 2, 3, 3, 4, 4]).criterion
+    'both'
+    """
+
+    criterion: str = "accuracy"
+    folds: int = 0
+    groups: object = None
+    prior: float = 0.01
+
+    def __post_init__(self):
+        if self.criterion not in CRITERIA:
+            raise ValueError(f"criterion must be one of {', '.join(CRITERIA)}, got "
+                             f"{self.criterion!r}.")
+        if not (isinstance(self.folds, (int, np.integer)) and self.folds >= 0):
+            raise ValueError(f"folds must be an integer >= 0, got {self.folds!r}.")
+        if self.folds and self.groups is None:
+            raise ValueError("folds > 0 needs groups (one per training pair).")
+        if not 0 < self.prior < 1:
+            raise ValueError(f"prior must be in (0, 1), got {self.prior!r}.")
+
+    def splits(self, n_train, n_val):
+        """``(train, test)`` row indices into the training pairs followed by the validation
+        pairs: the ``folds`` group-disjoint training parts, then train -> validation."""
+        out = []
+        if self.folds:
+            groups = np.asarray(self.groups)
+            if groups.shape != (n_train,):
+                raise ValueError(f"groups has shape {groups.shape}; expected ({n_train},), "
+                                 "one per training pair.")
+            n_groups = np.unique(groups).size
+            if n_groups < self.folds:
+                raise ValueError(f"folds={self.folds} needs at least as many groups; the "
+                                 f"training pairs form {n_groups}.")
+            out = list(GroupKFold(self.folds).split(np.zeros(n_train), groups=groups))
+        out.append((np.arange(n_train), np.arange(n_train, n_train + n_val)))
+        return out
+
+    def scoring(self):
+        """The scorers of the search: maxDA and minus minDCF(prior) (greater is better)."""
+        prior = self.prior
+
+        def neg_min_dcf(estimator, pairs, y):
+            return -min_dcf(y, estimator.decision_function(pairs), prior)[0]
+
+        return {"maxda": maxda_scorer, "neg_min_dcf": neg_min_dcf}
+
+    def choose(self, results, is_start):
+        """The index of the chosen candidate in ``cv_results_`` (``results``); ``is_start[i]``:
+        whether candidate i is a start (:data:`NO_LEARNING`). The first wins a tie."""
+        acc = np.asarray(results["mean_test_maxda"])
+        dcf = 0.0 - np.asarray(results["mean_test_neg_min_dcf"])
+        order = np.arange(acc.size)
+        if self.criterion == "min-dcf":
+            return int(np.lexsort((order, -acc, dcf))[0])
+        keep = np.ones(acc.size, dtype=bool)
+        starts = np.flatnonzero(is_start)
+        if self.criterion == "both" and starts.size:
+            start = starts[np.argmax(acc[starts])]
+            keep = (acc >= acc[start]) & (dcf <= dcf[start])
+        return int(np.flatnonzero(keep)[np.argmax(acc[keep])])
+
+
+def pair_groups(index_pairs):
+    """A group per pair: the connected component of its two images in the graph of all the
+    pairs (images as nodes, pairs as edges), so that grouped folds share no image.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.experiments.selection import pair_groups
+    >>> pair_groups(np.array([[0, 1], [1, 2], [3, 4], [5, 3]]))
+    array([0, 0, 1, 1], dtype=int32)
+    """
+    index_pairs = np.asarray(index_pairs)
+    if index_pairs.ndim != 2 or index_pairs.shape[1] != 2:
+        raise ValueError(f"index_pairs must have shape (n_pairs, 2), got {index_pairs.shape}.")
+    n = int(index_pairs.max()) + 1 if index_pairs.size else 0
+    graph = coo_matrix((np.ones(len(index_pairs)), (index_pairs[:, 0], index_pairs[:, 1])),
+                       shape=(n, n))
+    return connected_components(graph, directed=False)[1][index_pairs[:, 0]]
+
+
+def _validation_search(estimator, param_grid, train, val, judge=None):
     """``GridSearchCV`` of ``estimator`` over ``param_grid``, fitted on the ``train`` pairs and
-    scored (maxDA) on the ``val`` pairs (one :class:`~metricfit.pairs.ValidationSplit`), not
-    refitted; the first candidate wins a tie."""
+    scored on the ``val`` pairs (and on the training parts of ``judge``), not refitted.
+    Returns ``(params, maxda, min_dcf)`` of the candidate ``judge`` (default: the validation
+    fold's maxDA) chooses; the first candidate wins a tie."""
+    judge = Judge() if judge is None else judge
     pairs = np.concatenate([train[0], val[0]])
     y = np.concatenate([train[1], val[1]])
-    cv = ValidationSplit(np.arange(len(y)) >= len(train[1]))
-    return GridSearchCV(estimator, param_grid, scoring=maxda_scorer, cv=cv, refit=False,
-                        error_score="raise").fit(pairs, y)
+    cv = judge.splits(len(train[1]), len(val[1])) if judge.folds else \
+        ValidationSplit(np.arange(len(y)) >= len(train[1]))
+    search = GridSearchCV(estimator, param_grid, scoring=judge.scoring(), cv=cv, refit=False,
+                          error_score="raise").fit(pairs, y)
+    results = search.cv_results_
+    is_start = [params.get("lam", params.get("method__lam")) == NO_LEARNING
+                for params in results["params"]]
+    best = judge.choose(results, is_start)
+    return (results["params"][best], float(results["mean_test_maxda"][best]),
+            float(0.0 - results["mean_test_neg_min_dcf"][best]))
 
 
-def select_lambda(name, train, val, lams=DEFAULT_LAMS, max_iter=200, no_learning=False):
+def select_lambda(name, train, val, lams=DEFAULT_LAMS, max_iter=200, no_learning=False,
+                  judge=None):
     """The lambda of ``name`` with the best validation accuracy at its best threshold:
     ``GridSearchCV`` over ``lams`` with :class:`~metricfit.pairs.ValidationSplit` (fit on the
     ``train`` pairs, score on the ``val`` pairs). The first lambda wins a tie. NaN for a method
     without lambda. ``no_learning``: :data:`NO_LEARNING` (the start itself) is a candidate
-    too, last, for the methods that start centred (:func:`starts_centred`)."""
+    too, last, for the methods that start centred (:func:`starts_centred`). ``judge``: a
+    :class:`Judge` (other criteria, training folds besides the validation fold)."""
     if not has_lam(name):
         return np.nan
-    search = _validation_search(make_method(name, lams[0], max_iter),
-                                {"lam": _lam_candidates(name, lams, no_learning)}, train, val)
-    return search.best_params_["lam"]
+    params, _, _ = _validation_search(make_method(name, lams[0], max_iter),
+                                      {"lam": _lam_candidates(name, lams, no_learning)},
+                                      train, val, judge)
+    return params["lam"]
 
 
 def select_and_test(name, train, val, test, lams=DEFAULT_LAMS, max_iter=200,
-                    no_learning=False):
-    """Choose lambda on ``val`` (:func:`select_lambda`, with ``no_learning``), fit ``name`` on
-    ``train`` with it, take the threshold of best accuracy on ``val``, evaluate on ``test``.
-    Each of train/val/test is ``(pairs, y)``."""
-    lam = select_lambda(name, train, val, lams, max_iter, no_learning)
+                    no_learning=False, judge=None):
+    """Choose lambda on ``val`` (:func:`select_lambda`, with ``no_learning`` and ``judge``),
+    fit ``name`` on ``train`` with it, take the threshold of best accuracy on ``val``,
+    evaluate on ``test``. Each of train/val/test is ``(pairs, y)``."""
+    lam = select_lambda(name, train, val, lams, max_iter, no_learning, judge)
     method = make_method(name, None if np.isnan(lam) else lam, max_iter)
     return fit_and_test(name, method, train, val, test, lam)
 
@@ -159,7 +300,8 @@ class LeadingComponents(TransformerMixin, BaseEstimator):
 @dataclass
 class Selection:
     """The settings :func:`select` chose on the validation fold, and their validation
-    accuracy at the best threshold (maxDA).
+    accuracy at the best threshold (maxDA) and minDCF (means over the scored sets of the
+    :class:`Judge`; the minDCF is NaN where it was not asked for).
 
     Examples
     --------
@@ -172,6 +314,7 @@ class Selection:
     n_components: int
     normalize: bool
     val_score: float
+    val_min_dcf: float = np.nan
 
 
 def selection_pipeline(name, n_components=None, normalize=False, lam=None, max_iter=200):
@@ -195,16 +338,18 @@ def _edge_lams(lam, lams, decades=1):
 
 
 def select(name, train, val, lams=DEFAULT_LAMS, dims=DEFAULT_DIMS, normalize=(False, True),
-           max_iter=200, edge_decades=1, no_learning=False):
+           max_iter=200, edge_decades=1, no_learning=False, judge=None):
     """Choose, on the validation pairs only, the WPCA dimension (the leading coordinates of
     the inputs: ``dims``), the L2 normalisation after it (``normalize``) and lambda
-    (``lams``) of method ``name``, by the accuracy at the best threshold (maxDA).
+    (``lams``) of method ``name``, by the accuracy at the best threshold (maxDA), or as
+    ``judge`` (a :class:`Judge`) says.
 
     ``GridSearchCV`` over :func:`selection_pipeline` with one
     :class:`~metricfit.pairs.ValidationSplit` (fit on ``train``, score on ``val``). Where the
     best lambda lies on the grid's edge, a second ``GridSearchCV`` tries ``edge_decades``
     more decades beyond it at the chosen dimension and normalisation, and wins only if
-    strictly better. The first candidate wins a tie (sklearn's order: dimension, then
+    strictly better (in maxDA; under a ``judge`` with minDCF, only if also not worse in
+    minDCF). The first candidate wins a tie (sklearn's order: dimension, then
     normalisation, then lambda). Returns a :class:`Selection` (lambda NaN for a method
     without one). The test pairs are not an argument: they cannot be read. ``no_learning``:
     :data:`NO_LEARNING` (the start) is a lambda candidate too, last (:func:`select_lambda`).
@@ -216,33 +361,39 @@ def select(name, train, val, lams=DEFAULT_LAMS, dims=DEFAULT_DIMS, normalize=(Fa
     def search(param_grid):
         start = {key: values[0] for key, values in param_grid.items()}
         pipeline = selection_pipeline(name, max_iter=max_iter).set_params(**start)
-        return _validation_search(pipeline, param_grid, train, val)
+        return _validation_search(pipeline, param_grid, train, val, judge)
 
-    first = search(grid)
-    best, score = dict(first.best_params_), first.best_score_
-    extra = _edge_lams(best["method__lam"], lams, edge_decades) if has_lam(name) else []
+    best, score, dcf = search(grid)
+    best = dict(best)
+    extra = _edge_lams(best["method__lam"], lams, edge_decades) \
+        if has_lam(name) and best["method__lam"] != NO_LEARNING else []
     if extra:
-        second = search({**{key: [value] for key, value in best.items()},
-                         "method__lam": extra})
-        if second.best_score_ > score:
-            best, score = dict(second.best_params_), second.best_score_
+        second, score2, dcf2 = search({**{key: [value] for key, value in best.items()},
+                                       "method__lam": extra})
+        judged_on_dcf = judge is not None and judge.criterion != "accuracy"
+        if score2 > score and not (judged_on_dcf and dcf2 > dcf):
+            best, score, dcf = dict(second), score2, dcf2
     return Selection(lam=float(best.get("method__lam", np.nan)),
                      n_components=int(best["components__n_components"]),
-                     normalize=bool(best["components__normalize"]), val_score=float(score))
+                     normalize=bool(best["components__normalize"]), val_score=float(score),
+                     val_min_dcf=float(dcf))
 
 
 def select_all_and_test(name, train, val, test, lams=DEFAULT_LAMS, dims=DEFAULT_DIMS,
                         normalize=(False, True), max_iter=200, edge_decades=1,
-                        no_learning=False):
+                        no_learning=False, judge=None):
     """:func:`select` on ``train`` / ``val``, then the chosen pipeline fitted on ``train``,
     its threshold of best accuracy on ``val``, evaluated on ``test``. The Result carries the
-    chosen ``lam``, ``n_components`` and ``normalize``."""
+    chosen ``lam``, ``n_components`` and ``normalize``, and in ``choice`` the criterion's
+    numbers of the chosen candidate (``{"maxda": ..., "min_dcf": ...}``)."""
     chosen = select(name, train, val, lams, dims, normalize, max_iter, edge_decades,
-                    no_learning)
+                    no_learning, judge)
     lam = None if np.isnan(chosen.lam) else chosen.lam
     method = selection_pipeline(name, chosen.n_components, chosen.normalize, lam, max_iter)
-    return fit_and_test(name, method, train, val, test, chosen.lam,
-                        n_components=chosen.n_components, normalize=chosen.normalize)
+    result = fit_and_test(name, method, train, val, test, chosen.lam,
+                          n_components=chosen.n_components, normalize=chosen.normalize)
+    result.choice = {"maxda": chosen.val_score, "min_dcf": chosen.val_min_dcf}
+    return result
 
 
 def choose_variant(runs):
