@@ -65,12 +65,12 @@ def fit_method(method, name, X, labels, n_pairs=3000):
     return method.fit(X[index], y)
 
 
-def adapt_plda(learner, X):
+def adapt_plda(learner, X, **scales):
     """A copy of a fitted PLDA, or of a (nested) Pipeline ending in one, whose PLDA is adapted
-    to unlabelled points X (:meth:`metricfit.PLDA.adapt`, Kaldi's scales) after the
-    Pipeline's own earlier steps (WPCA, length normalisation) transform X."""
+    to unlabelled points X (:meth:`metricfit.PLDA.adapt` with ``scales``, default Kaldi's)
+    after the Pipeline's own earlier steps (WPCA, length normalisation) transform X."""
     if isinstance(learner, PLDA):
-        return learner.adapt(X)
+        return learner.adapt(X, **scales)
     steps = getattr(learner, "steps", None)
     if not steps:
         raise ValueError(f"--adapt adapts a PLDA; the method ends in "
@@ -78,7 +78,7 @@ def adapt_plda(learner, X):
     name, last = steps[-1]
     Z = learner[:-1].transform(X) if len(steps) > 1 else X
     adapted = copy.copy(learner)  # the fitted earlier steps are shared, not refitted
-    adapted.steps = [*steps[:-1], (name, adapt_plda(last, Z))]
+    adapted.steps = [*steps[:-1], (name, adapt_plda(last, Z, **scales))]
     return adapted
 
 
