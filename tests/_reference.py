@@ -270,3 +270,40 @@ def dual_averaging_numpy(P, triplets, batches, beta, gamma, output_iter):
             if obj < best:
                 best, best_w = obj, w.copy()
     return best_w, best
+
+
+def kaldi_plda_adapt_ref(B, W, mean, X, mean_diff_scale=1.0, within_covar_scale=0.3,
+                         between_covar_scale=0.7):
+    """Kaldi's ``PldaUnsupervisedAdaptor`` (``AddStats`` then ``UpdatePlda``, weights 1), step
+    by step in plain NumPy, with the model's basis from Kaldi's ``GetOutput`` (Cholesky of W,
+    eigendecomposition of the projected B). Returns ``(B_new, W_new, mean_new)``."""
+    d = mean.shape[0]
+    # GetOutput: transform1 whitens W (inverse Cholesky), U diagonalises the projected B
+    transform1 = np.linalg.inv(np.linalg.cholesky(W))
+    s_b, U = np.linalg.eigh(transform1 @ B @ transform1.T)
+    order = np.argsort(s_b)[::-1]
+    psi, U = np.maximum(s_b[order], 0.0), U[:, order]
+    transform = U.T @ transform1
+    # AddStats: weighted sums of x and x x^T
+    tot, mean_stats, var_stats = 0.0, np.zeros(d), np.zeros((d, d))
+    for x in X:
+        tot += 1.0
+        mean_stats += x
+        var_stats += np.outer(x, x)
+    # UpdatePlda
+    m = mean_stats / tot
+    variance = var_stats / tot - np.outer(m, m)
+    diff = m - mean
+    variance += mean_diff_scale * np.outer(diff, diff)
+    transform_mod = transform / np.sqrt(1.0 + psi)[:, None]
+    s, P = np.linalg.eigh(transform_mod @ variance @ transform_mod.T)
+    order = np.argsort(s)[::-1]  # SortSvd
+    s, P = s[order], P[:, order]
+    Wd, Bd = np.diag(1.0 / (1.0 + psi)), np.diag(psi / (1.0 + psi))
+    Wp, Bp = P.T @ Wd @ P, P.T @ Bd @ P
+    for i in range(d):
+        if s[i] > 1.0:
+            Wp[i, i] += (s[i] - 1.0) * within_covar_scale
+            Bp[i, i] += (s[i] - 1.0) * between_covar_scale
+    inv = np.linalg.inv(P.T @ transform_mod)
+    return inv @ Bp @ inv.T, inv @ Wp @ inv.T, m

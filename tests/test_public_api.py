@@ -104,6 +104,7 @@ PUBLIC_NAMES = frozenset({
     "metricfit.backend.read_trial_list",
     "metricfit.backend.fit_gaussian", "metricfit.backend.gaussian_claims",
     "metricfit.backend.gaussian_log_density",
+    "metricfit.backend.adapt_two_covariance",  # issue 28 item 4
     "metricfit.backend.score_trials", "metricfit.backend.write_scores",
     "metricfit.backend.write_trials",
     # metricfit.cnn

@@ -245,6 +245,10 @@ def _score_parser(commands):
                        help="pair methods: N same-identity and N different-identity training "
                             "pairs drawn from --train (plda fits on the labels)")
     score.add_argument("--max-iter", type=_positive_int, default=200)
+    score.add_argument("--adapt", type=_input_file, default=None, metavar="UNLABELLED",
+                       help="plda, plda-lnorm: adapt the PLDA to these unlabelled in-domain "
+                            "embeddings (Kaldi's unsupervised adaptation, after the same "
+                            "WPCA / length norm; labels not needed)")
     score.add_argument("--enrol", type=_input_file, default=None,
                        help="enrolment embeddings; a model is every row of one label (default: "
                             "the --test embeddings, one per id)")

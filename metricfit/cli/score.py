@@ -11,8 +11,12 @@ without ``--enrol``, each id is its own one-vector model), a segment a row of ``
 its model and its segment (:func:`metricfit.backend.normalize_scores`); ``--calibrate DEV``
 scores the development trials the same way and fits a linear calibration to LLRs at
 ``--prior`` (:class:`metricfit.backend.LinearCalibration`), and the LLRs are written.
+``--adapt UNLABELLED`` (PLDA methods) adapts the fitted PLDA to unlabelled in-domain
+embeddings by Kaldi's unsupervised adaptation (:meth:`metricfit.PLDA.adapt`), after the
+method's own WPCA / length normalisation of those embeddings.
 """
 
+import copy
 import sys
 import time
 
@@ -22,6 +26,7 @@ from ..backend import LinearCalibration, normalize_scores, score_sets
 from ..backend.trials import read_trial_list, read_trials, write_scores
 from ..datasets import load_embeddings
 from ..experiments import verification
+from ..learners.plda import PLDA
 from ..pairs import sample_pairs
 from ..pairs.tags import final_step
 from ..whitening import WPCA
@@ -58,6 +63,23 @@ def fit_method(method, name, X, labels, n_pairs=3000):
         raise ValueError("--train: the labels give no same-identity pair or no different-"
                          "identity pair; a pair method needs both (2+ rows of some identity).")
     return method.fit(X[index], y)
+
+
+def adapt_plda(learner, X, **scales):
+    """A copy of a fitted PLDA, or of a (nested) Pipeline ending in one, whose PLDA is adapted
+    to unlabelled points X (:meth:`metricfit.PLDA.adapt` with ``scales``, default Kaldi's)
+    after the Pipeline's own earlier steps (WPCA, length normalisation) transform X."""
+    if isinstance(learner, PLDA):
+        return learner.adapt(X, **scales)
+    steps = getattr(learner, "steps", None)
+    if not steps:
+        raise ValueError(f"--adapt adapts a PLDA; the method ends in "
+                         f"{type(final_step(learner)).__name__}.")
+    name, last = steps[-1]
+    Z = learner[:-1].transform(X) if len(steps) > 1 else X
+    adapted = copy.copy(learner)  # the fitted earlier steps are shared, not refitted
+    adapted.steps = [*steps[:-1], (name, adapt_plda(last, Z, **scales))]
+    return adapted
 
 
 def models_and_segments(enrol, test):
@@ -133,11 +155,20 @@ def run(args):
     if args.calibrate is None and (args.dev_enrol or args.dev_test):
         raise ValueError("--dev-enrol / --dev-test hold the development trials' embeddings: "
                          "they need --calibrate DEV_TRIALS.")
-    _check_dims(train, test, enrol, cohort, dev_enrol, dev_test)
+    if args.adapt is not None and args.method not in POINT_METHODS:
+        raise ValueError(f"--adapt adapts a PLDA back-end (--method {' or '.join(POINT_METHODS)})"
+                         f", not {args.method}.")
+    adapt = None if args.adapt is None else _load(args.adapt, what="--adapt")
+    _check_dims(train, test, enrol, cohort, dev_enrol, dev_test, adapt)
     wpca = None if args.wpca in (None, "none") else min(int(args.wpca), train.X.shape[1])
     learner = fit_method(build_method(args.method, args.lam, args.max_iter, wpca),
                          "baseline" if args.method == "cosine" else args.method, train.X,
                          train.labels, args.train_pairs)
+    if adapt is not None:
+        try:
+            learner = adapt_plda(learner, adapt.X)
+        except ValueError as error:
+            raise ValueError(f"--adapt: {error}") from None
     method = args.enrol_method
     models, segments = models_and_segments(enrol, test)
     enrol_ids, test_ids, _ = read_trial_list(args.trials)
@@ -161,7 +192,8 @@ def run(args):
     write_scores(args.out, enrol_ids, test_ids, scores)
     last = type(final_step(learner)).__name__
     print(f"{args.method} ({last}{'' if wpca is None else f' after WPCA-{wpca}'}) trained on "
-          f"{train.X.shape[0]} embeddings of {np.unique(train.labels).size} identities; "
+          f"{train.X.shape[0]} embeddings of {np.unique(train.labels).size} identities"
+          f"{'' if adapt is None else f', adapted to {adapt.X.shape[0]} unlabelled'}; "
           f"{len(enrol_ids)} trials scored"
           f"{'' if args.norm is None else f', {args.norm} with a cohort of {cohort.X.shape[0]}'}"
           f"{note}; wrote {args.out} ({time.perf_counter() - start:.1f} s)", file=sys.stdout)

@@ -1,6 +1,7 @@
 """PLDA with the shared pair API: ``pair_score`` is the closed-form log-likelihood ratio."""
 
 import warnings
+from copy import deepcopy
 from numbers import Integral
 
 import numpy as np
@@ -19,6 +20,7 @@ from .._validation import (
 )
 from ..backend import plda as core
 from ..backend import plda_array_api as device_plda
+from ..backend.plda_adapt import adapt_two_covariance
 from ..pairs import check_pair_labels, check_pairs, check_points
 from ..pairs.checks import check_representable, identity_codes, largest_magnitude, scale_exponent
 from ..pairs.index import check_pair_input, pairs_as_given, similar_pair_classes
@@ -391,6 +393,62 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
             stats.append((self._embed(np.asarray(means)), np.asarray(sizes)))
         (a, n), (b, m) = stats
         return self.scorer_.pair_llr(a, b, n, m)
+
+    def adapt(self, X, mean_diff_scale=1.0, within_covar_scale=0.3, between_covar_scale=0.7):
+        """A new PLDA adapted to unlabelled in-domain points X by Kaldi's unsupervised
+        adaptation (:func:`metricfit.backend.adapt_two_covariance`; Kaldi's default scales).
+
+        The adapted ``(B, W)`` and the mean of X go through the same code path as ``fit``
+        (basis, ``components_``, ``psi_``, the singular-W warning); ``log_likelihood_`` and
+        ``n_identities_`` stay those of the training fit, ``threshold_`` becomes 0 (the
+        Bayes decision at P_target = 0.5 for a calibrated LLR; recalibrate on in-domain
+        pairs with :meth:`calibrate_threshold`). This estimator is left unchanged.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Unlabelled adaptation points (n_samples >= 2).
+        mean_diff_scale, within_covar_scale, between_covar_scale : float >= 0
+
+        Returns
+        -------
+        PLDA
+            A fitted copy with the adapted model.
+
+        Examples
+        --------
+        Trained where the identity lives in the first axis; in the new domain the second
+        axis varies 9 times more (total variance 1 -> 9), and the adapted model gives the
+        excess to W (0.3) and B (0.7):
+
+        >>> import numpy as np
+        >>> from metricfit import PLDA
+        >>> rng = np.random.default_rng(0)
+        >>> labels = np.repeat(np.arange(200), 4)
+        >>> X = rng.normal(size=(200, 2))[labels] * [3, 0.1] + rng.normal(size=(800, 2))
+        >>> plda = PLDA().fit(X, labels)
+        >>> def diagonals(m):
+        ...     return np.round([np.diag(m.within_covariance_), np.diag(m.between_covariance_)], 2)
+        >>> diagonals(plda)  # W, then B
+        array([[1.03, 0.91],
+               [8.64, 0.08]])
+        >>> adapted = plda.adapt(X * [1, 3])
+        >>> diagonals(adapted)
+        array([[1.04, 3.21],
+               [8.65, 5.45]])
+        >>> np.round(adapted.psi_, 2)
+        array([8.36, 1.7 ])
+        """
+        check_is_fitted(self, "components_")
+        X = check_points(X, n_features=self.n_features_in_, what="X (the adaptation points)")
+        B, W, mean = adapt_two_covariance(self.between_covariance_, self.within_covariance_,
+                                          self.mean_, X, mean_diff_scale, within_covar_scale,
+                                          between_covar_scale)
+        new = deepcopy(self)
+        new._set_model(B, W, np.empty(self.n_identities_), mean, self.log_likelihood_, W,
+                       X.shape, 0, self._dtype, largest_magnitude(X))
+        new.threshold_ = 0.0
+        return new
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
