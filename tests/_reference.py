@@ -307,3 +307,46 @@ def kaldi_plda_adapt_ref(B, W, mean, X, mean_diff_scale=1.0, within_covar_scale=
             Bp[i, i] += (s[i] - 1.0) * between_covar_scale
     inv = np.linalg.inv(P.T @ transform_mod)
     return inv @ Bp @ inv.T, inv @ Wp @ inv.T, m
+
+
+def plda_em_ref(X, labels, n_iter, tol=None):
+    """Plain-NumPy twin of the two-covariance PLDA EM (:func:`metricfit.backend.plda.
+    fit_two_covariance`, Kaldi's ``PldaEstimator``), class by class with explicit inverses:
+    ``C = (B^-1 + n W^-1)^-1``, ``w = C n W^-1 m``, ``B <- mean_c (C + w w^T)``,
+    ``W <- (S_off + sum_c n (C + (m - w)(m - w)^T)) / N``; the log-likelihood
+    ``-1/2 [(N - K)(log|W| + d log 2 pi) + tr(W^-1 S_off)] - 1/2 sum_c [log|S_c| + d log 2 pi
+    + m^T S_c^-1 m]`` with ``S_c = B + W / n_c``. With ``tol``: stop after the first iteration
+    whose gain per point is below tol. Returns ``(B, W, history)``."""
+    classes = np.unique(labels)
+    d, N, K = X.shape[1], X.shape[0], classes.size
+    rows = [X[labels == c] for c in classes]
+    mu = np.mean([r.mean(axis=0) for r in rows], axis=0)
+    means = [r.mean(axis=0) - mu for r in rows]
+    S_off = sum((r - r.mean(axis=0)).T @ (r - r.mean(axis=0)) for r in rows)
+    counts = [r.shape[0] for r in rows]
+    log2pi = np.log(2 * np.pi)
+
+    def loglik(B, W):
+        ll = -0.5 * ((N - K) * (np.linalg.slogdet(W)[1] + d * log2pi)
+                     + np.trace(np.linalg.solve(W, S_off)))
+        for n, m in zip(counts, means, strict=True):
+            S = B + W / n
+            ll -= 0.5 * (np.linalg.slogdet(S)[1] + d * log2pi + m @ np.linalg.solve(S, m))
+        return ll
+
+    B, W = np.eye(d), np.eye(d)
+    history = [loglik(B, W)]
+    for _ in range(n_iter):
+        Winv, Binv = np.linalg.inv(W), np.linalg.inv(B)
+        newB, newW = np.zeros((d, d)), S_off.copy()
+        for n, m in zip(counts, means, strict=True):
+            C = np.linalg.inv(Binv + n * Winv)
+            w = C @ (n * Winv @ m)
+            newB += C + np.outer(w, w)
+            newW += n * (C + np.outer(m - w, m - w))
+        B, W = newB / K, newW / N
+        B, W = (B + B.T) / 2, (W + W.T) / 2
+        history.append(loglik(B, W))
+        if tol is not None and history[-1] - history[-2] < tol * N:
+            break
+    return B, W, history

@@ -114,6 +114,8 @@ REGISTRY = {
         loss="contrastive", mapping="tanh", n_components=3, max_iter=20, random_state=0)),
     "PLDA": entry(VECTOR_PAIRS, lambda: PLDA()),
     "PLDA-index": entry(INDEX_PAIRS, lambda: PLDA()),
+    "PLDA-tol-components": entry(VECTOR_PAIRS, lambda: PLDA(
+        n_iter=200, tol=1e-3, identities="components")),
     "NCA": entry(POINTS, lambda: NCA(n_components=2, max_iter=20)),
     "NCA-mlp": entry(POINTS, lambda: NCA(n_components=2, mapping="mlp", n_hidden=8, max_iter=20,
                                          random_state=0)),

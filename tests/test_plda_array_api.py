@@ -98,3 +98,14 @@ def test_fit_and_scores_on_a_cuda_device(dtype):
     with metricfit.array_api_dispatch():
         scores = est.pair_score(torch.asarray(pairs.astype(dtype), device="cuda"))
     assert scores.device.type == "cuda"
+
+
+@pytest.mark.parametrize("convert", array_backends())
+def test_tol_stops_the_device_em_where_numpy_stops(convert):
+    X, labels, _ = _data(1)
+    ref = PLDA(n_iter=300, tol=1e-4).fit(X, labels)
+    with metricfit.array_api_dispatch():
+        est = PLDA(n_iter=300, tol=1e-4).fit(convert(X), labels)
+    assert est.n_iter_ == ref.n_iter_ < 300
+    assert_allclose(est.log_likelihood_, ref.log_likelihood_, rtol=1e-9)
+    assert_allclose(est.psi_, ref.psi_, rtol=1e-6)

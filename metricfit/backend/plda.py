@@ -76,18 +76,21 @@ row of one set against every row of another (the cohort scores of score normalis
 one home of the LLR, as Kaldi's ``Plda`` object.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg
 
+from .._validation import user_stacklevel
 from ..parallel import blas_threads
 from .class_stats import class_means, class_statistics, offset_scatter
 from .plda_em import EMGroups, group_by_count, grouped_terms, within_log_likelihood
 
-__all__ = ["class_statistics", "class_means", "offset_scatter", "fit_two_covariance",
-           "fit_simplified", "log_likelihood", "plda_basis", "llr", "PLDAScorer", "plda_scorer",
-           "KALDI_N_ITER"]
+__all__ = ["SINGULAR_RATIO", "singular_within_message", "warn_if_singular_within",
+           "class_statistics", "class_means", "offset_scatter", "fit_two_covariance",
+           "fit_simplified", "converged", "log_likelihood", "plda_basis", "llr", "PLDAScorer",
+           "plda_scorer", "KALDI_N_ITER"]
 
 #: Kaldi's default number of EM iterations (``PldaEstimationConfig::num_em_iters``).
 KALDI_N_ITER = 10
@@ -191,8 +194,23 @@ def _check_n_classes(counts, d):
                          "covariance is estimated from them): every identity has one sample.")
 
 
+def converged(history, n_points, tol):
+    """Whether EM has converged: ``tol`` is not None, two log-likelihoods were recorded and
+    the last iteration gained less than ``tol`` per point, ``(L_t - L_{t-1}) / n_points <
+    tol`` (the criterion of scikit-learn's ``GaussianMixture``, on eq. (2)).
+
+    Examples
+    --------
+    >>> from metricfit.backend.plda import converged
+    >>> converged([-100.0, -50.0, -49.99], n_points=10, tol=1e-2), converged([-100.0], 10, 1.0)
+    (True, False)
+    """
+    return tol is not None and len(history) >= 2 and \
+        (history[-1] - history[-2]) < tol * n_points
+
+
 def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=None,
-                       min_group=None):
+                       min_group=None, tol=None):
     """EM for the two-covariance model (Kaldi's estimator, in the diagonalising basis).
 
     Parameters
@@ -207,6 +225,11 @@ def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=Non
         Classes sharing a count with at least this many others (None: d) are batched
         (:mod:`.plda_em`, a few d x d products per count); the others are taken one by one
         in the diagonalising basis. Either way the same EM, to rounding.
+    tol : float or None, default=None
+        None: exactly ``n_iter`` iterations (Kaldi). A float: stop after the first iteration
+        whose gain of eq. (2) per point, ``(L_t - L_{t-1}) / N``, is below ``tol``
+        (:func:`converged`); ``n_iter`` is then the most iterations. Each iteration's
+        likelihood comes with its pass (the basis is there), so the test costs nothing more.
 
     Returns
     -------
@@ -235,10 +258,15 @@ def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=Non
     _check_n_classes(counts, d)
     B, W = np.eye(d), np.eye(d)  # Kaldi InitParameters: SetUnit()
     em = _em_statistics(counts, means, scatter, min_group)
+    history = []
     for it in range(1, n_iter + 1):
-        between, within, ll = _em_pass(B, W, *em, likelihood=callback is not None)
+        between, within, ll = _em_pass(
+            B, W, *em, likelihood=callback is not None or tol is not None)
+        history.append(ll)
         if callback:
             callback(it - 1, B, W, ll)
+        if converged(history, em[0].N, tol):
+            return B, W  # the last iteration (it - 1) gained less than tol per point
         B = _symmetric(between) / em[0].C
         W = _symmetric(scatter + within) / em[0].N
     if callback:
@@ -246,10 +274,12 @@ def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=Non
     return B, W
 
 
-def fit_simplified(counts, means, scatter, n_components, n_iter=KALDI_N_ITER, callback=None):
+def fit_simplified(counts, means, scatter, n_components, n_iter=KALDI_N_ITER, callback=None,
+                   tol=None):
     """EM for the simplified PLDA, ``B = V V^T`` with V of shape (d, n_components).
 
-    Returns ``B, W`` as :func:`fit_two_covariance` (B of rank n_components) and V.
+    Returns ``B, W`` as :func:`fit_two_covariance` (B of rank n_components) and V; ``tol``
+    (None or float) as there, at the cost of one likelihood pass per iteration.
 
     Examples
     --------
@@ -275,9 +305,11 @@ def fit_simplified(counts, means, scatter, n_components, n_iter=KALDI_N_ITER, ca
     V = vecs[:, ::-1][:, :q] * np.sqrt(np.maximum(lam[::-1][:q], 1e-12))
     W = np.eye(d)
     sizes, size_of = np.unique(counts, return_inverse=True)
-    em = _em_statistics(counts, means, scatter) if callback else None
+    track = callback is not None or tol is not None
+    em = _em_statistics(counts, means, scatter) if track else None
+    history = [_em_pass(V @ V.T, W, *em, terms=False)[2]] if track else []
     if callback:
-        callback(0, V @ V.T, W, _em_pass(V @ V.T, W, *em, terms=False)[2])
+        callback(0, V @ V.T, W, history[0])
     for it in range(1, n_iter + 1):
         PV = linalg.solve(W, V, assume_a="pos")  # (d, q) = W^-1 V
         A = V.T @ PV  # (q, q)
@@ -293,8 +325,12 @@ def fit_simplified(counts, means, scatter, n_components, n_iter=KALDI_N_ITER, ca
         Gs = F.T @ Eh  # (d, q)
         V = linalg.solve(R, Gs.T, assume_a="pos").T
         W = _symmetric(total - V @ Gs.T) / N
+        if track:
+            history.append(_em_pass(V @ V.T, W, *em, terms=False)[2])
         if callback:
-            callback(it, V @ V.T, W, _em_pass(V @ V.T, W, *em, terms=False)[2])
+            callback(it, V @ V.T, W, history[-1])
+        if converged(history, N, tol):
+            break
     return V @ V.T, W, V
 
 
@@ -383,3 +419,34 @@ def plda_scorer(estimator):
     estimator and an unfitted PLDA: where the back-end takes PLDA's closed forms."""
     scorer = getattr(estimator, "scorer_", None)
     return scorer if isinstance(scorer, PLDAScorer) else None
+
+
+#: A within-class covariance whose smallest eigenvalue is below this fraction of its largest
+#: is (numerically) singular: the data have directions without within-class variation.
+SINGULAR_RATIO = 1e-10
+
+
+def _eigvalsh(W):
+    """Eigenvalues of the symmetric W (one BLAS thread up to SMALL_LAPACK)."""
+    with blas_threads(1 if W.shape[0] <= SMALL_LAPACK else None):
+        return linalg.eigvalsh(W)
+
+
+def singular_within_message(W):
+    """What is wrong with a (nearly) singular within-class covariance or scatter W."""
+    w = _eigvalsh(W)
+    return (f"the within-class covariance is singular (smallest / largest eigenvalue "
+            f"{max(w[0], 0.0) / w[-1]:.1e}): X has directions without within-class variation. "
+            "Reduce the dimension first (WPCA or PCA to at most the rank of the within-class "
+            "scatter)")
+
+
+def warn_if_singular_within(W):
+    """Warn when the fitted within-class covariance W is (nearly) singular: along a direction
+    in which no identity varies (a constant pixel, fewer samples than dimensions), the model
+    calls any difference impossible within an identity, and the LLRs grow without bound
+    (-1e16 on raw digits pixels). Where EM itself breaks down, ``fit`` raises instead."""
+    w = _eigvalsh(W)
+    if not w[0] > SINGULAR_RATIO * w[-1]:
+        warnings.warn(f"PLDA: {singular_within_message(W)}; LLRs along those directions are "
+                      "unbounded.", UserWarning, stacklevel=user_stacklevel())

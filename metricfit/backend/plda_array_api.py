@@ -12,7 +12,7 @@ the host receives only the d x d results and one float per iteration (the log-li
 
 import numpy as np
 
-from .plda import _check_n_classes, _symmetric
+from .plda import _check_n_classes, _symmetric, converged
 from .plda_em import EMGroups, grouped_terms, within_log_likelihood
 
 __all__ = ["device_class_statistics", "device_fit_two_covariance", "device_pair_llr",
@@ -67,19 +67,25 @@ def device_class_statistics(xp, X, codes, device=None):
     return counts.astype(np.float64), mu, groups, scatter
 
 
-def device_fit_two_covariance(xp, counts, groups, scatter, n_iter, callback=None, device=None):
+def device_fit_two_covariance(xp, counts, groups, scatter, n_iter, callback=None, device=None,
+                              tol=None):
     """EM for the two-covariance model on the device (:mod:`.plda_em`, every count batched):
-    ``(B, W)`` float64 arrays of ``xp``; ``callback(iteration, log_likelihood)`` as in
-    :func:`metricfit.backend.plda.fit_two_covariance`."""
+    ``(B, W)`` float64 arrays of ``xp``; ``callback(iteration, log_likelihood)`` and ``tol``
+    as in :func:`metricfit.backend.plda.fit_two_covariance`."""
     d = scatter.shape[0]
     _check_n_classes(counts, d)
     eye = xp.eye(d, dtype=xp.float64, device=device)
     stats = EMGroups(groups, float(counts.sum()), counts.size, scatter, eye)
     B, W = eye, eye
+    history = []
     for it in range(1, n_iter + 1):
         between, within, ll = grouped_terms(xp, B, W, stats)
+        if callback or tol is not None:
+            history.append(float(ll + within_log_likelihood(xp, W, stats)))
         if callback:
-            callback(it - 1, float(ll + within_log_likelihood(xp, W, stats)))
+            callback(it - 1, history[-1])
+        if converged(history, stats.N, tol):
+            return B, W
         B = _symmetric(between) / stats.C
         W = _symmetric(scatter + within) / stats.N
     if callback:

@@ -24,8 +24,8 @@ from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.pipeline import Pipeline
 
 from ..learners import CSML, DDML, TSML
-from ..pairs import ValidationSplit, check_points_or_pairs
 from ..metrics import min_dcf
+from ..pairs import ValidationSplit, check_points_or_pairs
 from ..pairs.rows import l2_normalize
 from .evaluation import fit_and_test, maxda_scorer, validation_accuracy
 from .methods import has_lam, make_method

@@ -161,7 +161,7 @@ class IdentityDisjointPairSplit(BaseCrossValidator):
 
 # -- Identity classes from labelled pairs (PLDA, LDA) ---------------------------------------
 
-def similar_pair_classes(pairs, s, singletons=False):
+def similar_pair_classes(pairs, s, singletons=False, components=False):
     """Points and class codes from labelled pairs, for estimators fitted on classes (PLDA).
 
     Vector pairs: each similar pair is a class of two points. :class:`IndexPairs`: the
@@ -169,11 +169,17 @@ def similar_pair_classes(pairs, s, singletons=False):
     (a point in several similar pairs is one point of one class). ``singletons``: the
     points of the dissimilar pairs are added, each a class of its own (vector pairs) or,
     for index pairs, as components of their own unless a similar pair links them.
+    ``components``: vector pairs are taken as index pairs into their distinct rows (equal
+    vectors are one image, as in :class:`~metricfit.experiments.methods.IdentitiesFromPairs`),
+    hence classes as for index pairs.
 
     Parameters
     ----------
     pairs : ndarray of shape (n_pairs, 2, d) or IndexPairs, validated
     s : ndarray of shape (n_pairs,), in {-1, +1}, with at least one similar pair
+    singletons : bool, default=False
+    components : bool, default=False
+        Vector pairs only (index pairs always give components).
 
     Returns
     -------
@@ -182,6 +188,11 @@ def similar_pair_classes(pairs, s, singletons=False):
     """
     if isinstance(pairs, IndexPairs):
         return _index_pair_classes(pairs, s, singletons)
+    if components:
+        points, inverse = np.unique(pairs.reshape(-1, pairs.shape[2]), axis=0,
+                                    return_inverse=True)
+        index = inverse.reshape(-1, 2)
+        return _index_pair_classes(IndexPairs(points, index), s, singletons)
     similar = pairs[s == 1]
     points = [similar.reshape(-1, pairs.shape[2])]
     codes = [np.repeat(np.arange(similar.shape[0]), 2)]
