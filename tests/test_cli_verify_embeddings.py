@@ -154,3 +154,26 @@ def test_the_trials_a_min_dcf_rests_on(embeddings, capsys):
     assert ("minDCF(0.01) rests on 10 target and 10 non-target test pairs per experiment: one "
             "false accept moves it by 9.9, one miss by 0.1 (warning: too few") in err
     assert _report(out)["dcf_resolution"]["one_false_accept"] == pytest.approx(9.9)
+
+
+def test_judged_on_both_and_training_parts_by_default_on_embeddings(embeddings):
+    """On the user's .npz the lambda is judged by maxDA and minDCF against 'no learning',
+    over the validation fold and five training parts (said in the header and the JSON);
+    --select-on / --select-folds override it, and a bad value exits 2."""
+    folder, _, _ = embeddings
+    data = ["--data", str(folder / "emb.npz"), "--pairs", str(folder / "pairs.txt")]
+    out = folder / "r.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few image groups in 20 training pairs: a warning
+        assert _verify(*data, "--methods", "baseline,tsml-sim", "--json", str(out)) == 0
+    report = _report(out)
+    assert (report["select_on"], report["select_folds"]) == ("both", 5)
+    assert "lambda chosen by maxDA and minDCF(0.01), never below 'no learning' on the " \
+           "validation fold and 5 image-disjoint parts" in report["protocol"]
+    assert _verify(*data, "--methods", "tsml-sim", "--select-on", "accuracy",
+                   "--select-folds", "0", "--json", str(out)) == 0
+    report = _report(out)
+    assert (report["select_on"], report["select_folds"]) == ("accuracy", 0)
+    assert "lambda chosen by" not in report["protocol"]
+    for bad in (["--select-on", "auc"], ["--select-folds", "-1"]):
+        assert _verify(*data, *bad) == 2

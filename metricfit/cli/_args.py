@@ -339,8 +339,9 @@ def _parser():
                              "--n-components)")
     verify.add_argument("--baseline", choices=["raw", "wpca"], default=None,
                         help="the baseline row: cosine of the raw feature vectors or after "
-                             "WPCA like the other methods (default: raw for PATH.npz, your "
-                             "embeddings; wpca for the bundled sets, as in the seeds' tables)")
+                             "WPCA like the other methods (default: raw on embeddings, "
+                             "PATH.npz or --features dlib; wpca for the bundled sets' "
+                             "descriptors, as in the seeds' tables)")
     verify.add_argument("--prior", type=_prior, default=0.01,
                         help="target prior of the reported minDCF / actDCF and of --calibrate "
                              "(default 0.01)")
@@ -363,12 +364,12 @@ def _parser():
     verify.add_argument("--select-on", choices=["accuracy", "min-dcf", "both"], default=None,
                         help="how lambda (and the --select settings) are chosen: best maxDA, "
                              "lowest minDCF(--prior), or best maxDA among the candidates at "
-                             "least level with 'no learning' in both (default: both for "
-                             "PATH.npz, your embeddings; accuracy for the bundled sets)")
+                             "least level with 'no learning' in both (default: both on "
+                             "embeddings, PATH.npz or --features dlib; accuracy otherwise)")
     verify.add_argument("--select-folds", type=_non_negative_int, default=None, metavar="K",
                         help="also score each candidate on K image-disjoint parts of the "
                              "training pairs (K+1 fits each) and judge by the mean over them "
-                             "and the validation fold (default: 5 for PATH.npz, 0 otherwise)")
+                             "and the validation fold (default: 5 on embeddings, 0 otherwise)")
     verify.add_argument("--dims", default=",".join(map(str, verification.DEFAULT_DIMS)),
                         type=_dim_list, help="with --select: candidate WPCA dimensions "
                                              "(comma-separated; capped at rank)")

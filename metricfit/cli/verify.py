@@ -156,17 +156,25 @@ def _wpca_dimension(args, vectors):
     return True, k, f"WPCA-{k}"
 
 
+def _embeddings(args):
+    """Whether the run is on embeddings: the user's .npz, or dlib's descriptors
+    (``--features dlib``), as opposed to the hand-made descriptors of the seeds' tables."""
+    return args.data.endswith(".npz") or args.features == "dlib"
+
+
 def _baseline(args):
-    """--baseline, by default raw for the user's .npz and wpca for the bundled sets."""
+    """--baseline, by default raw on embeddings (:func:`_embeddings`) and wpca for the
+    bundled sets' descriptors."""
     if args.baseline is not None:
         return args.baseline
-    return "raw" if args.data.endswith(".npz") else "wpca"
+    return "raw" if _embeddings(args) else "wpca"
 
 
 def _judging(args):
-    """(--select-on, --select-folds), by default ('both', 5) for the user's .npz and
-    ('accuracy', 0) for the bundled sets (their tables)."""
-    own = args.data.endswith(".npz")
+    """(--select-on, --select-folds), by default ('both', 5) on embeddings
+    (:func:`_embeddings`) and ('accuracy', 0) for the bundled sets' descriptors (their
+    tables)."""
+    own = _embeddings(args)
     return (args.select_on or ("both" if own else "accuracy"),
             (5 if own else 0) if args.select_folds is None else args.select_folds)
 
@@ -177,14 +185,14 @@ def _run(args, data, vectors, methods, lams, progress):
     config = verification.ExperimentConfig(
         methods=methods, n_components=n_components or 1, wpca=wpca,
         raw_baseline=_baseline(args) == "raw", prior=args.prior,
-        start_candidates=args.data.endswith(".npz"), select_on=select_on,
+        start_candidates=_embeddings(args), select_on=select_on,
         select_folds=select_folds,
         lams=lams, max_iter=args.max_iter, fusion=args.fusion, snorm=args.snorm,
         selection=dict(dims=args.dims) if args.select else None,
         cnn=dict(max_epochs=args.cnn_epochs, n_jobs=args.threads))
     if args.select:
         wpca_note = "WPCA chosen on validation" if wpca else "no WPCA"
-    if args.data.endswith(".npz") and any(map(selection.starts_centred, methods)):
+    if _embeddings(args) and any(map(selection.starts_centred, methods)):
         wpca_note += ("; 'no learning' (the start)" + (" and 'no WPCA'" if args.select and wpca
                                                        else "")
                       + " among the candidates chosen on validation")
