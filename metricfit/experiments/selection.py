@@ -306,8 +306,8 @@ class Selection:
     Examples
     --------
     >>> from metricfit.experiments.verification import Selection
-    >>> Selection(lam=0.1, n_components=32, normalize=True, val_score=0.9)
-    Selection(lam=0.1, n_components=32, normalize=True, val_score=0.9)
+    >>> Selection(lam=0.1, n_components=32, normalize=True, val_score=0.9, val_min_dcf=0.2)
+    Selection(lam=0.1, n_components=32, normalize=True, val_score=0.9, val_min_dcf=0.2)
     """
 
     lam: float
