@@ -211,9 +211,11 @@ def select_lambda(name, train, val, lams=DEFAULT_LAMS, max_iter=200, no_learning
     :class:`Judge` (other criteria, training folds besides the validation fold)."""
     if not has_lam(name):
         return np.nan
+    candidates = _lam_candidates(name, lams, no_learning)
+    if len(candidates) == 1:  # nothing to choose: no fit spent on judging it
+        return candidates[0]
     params, _, _ = _validation_search(make_method(name, lams[0], max_iter),
-                                      {"lam": _lam_candidates(name, lams, no_learning)},
-                                      train, val, judge)
+                                      {"lam": candidates}, train, val, judge)
     return params["lam"]
 
 
