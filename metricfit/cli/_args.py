@@ -22,26 +22,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _positive_int(text):
-    """A count: an integer >= 1."""
+def _int_at_least(text, minimum, what):
+    """An integer >= ``minimum`` (``what`` names it in the error)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer (>= 1), got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {what} (>= {minimum}), got {text!r}")
     return value
+
+
+def _positive_int(text):
+    """A count: an integer >= 1."""
+    return _int_at_least(text, 1, "a positive integer")
 
 
 def _non_negative_int(text):
     """A count that may be 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+    return _int_at_least(text, 0, "a non-negative integer")
 
 
 def _lam(item):
