@@ -177,3 +177,16 @@ def test_judged_on_both_and_training_parts_by_default_on_embeddings(embeddings):
     assert "lambda chosen by" not in report["protocol"]
     for bad in (["--select-on", "auc"], ["--select-folds", "-1"]):
         assert _verify(*data, *bad) == 2
+
+
+def test_no_wpca_by_default_on_embeddings(embeddings):
+    """The vectors of the user's .npz go to the methods as they are unless --wpca N asks
+    for a whitening (on the dlib LFW embeddings every WPCA cost the learned metrics)."""
+    folder, _, _ = embeddings
+    data = ["--data", str(folder / "emb.npz"), "--pairs", str(folder / "pairs.txt"),
+            "--select-folds", "0"]
+    out = folder / "r.json"
+    assert _verify(*data, "--methods", "tsml-sim", "--json", str(out)) == 0
+    assert "no WPCA (the default on embeddings" in _report(out)["protocol"]
+    assert _verify(*data, "--methods", "tsml-sim", "--wpca", "6", "--json", str(out)) == 0
+    assert "WPCA-6" in _report(out)["protocol"]

@@ -335,7 +335,8 @@ def _parser():
                              "the n-th row of a label)")
     verify.add_argument("--wpca", type=_wpca, default=None, metavar="none|N",
                         help="WPCA before the methods: none, or its dimension (same as "
-                             "--n-components)")
+                             "--n-components); default none on embeddings (PATH.npz of "
+                             "vectors, --features dlib), else --n-components")
     verify.add_argument("--baseline", choices=["raw", "wpca"], default=None,
                         help="the baseline row: cosine of the raw feature vectors or after "
                              "WPCA like the other methods (default: raw on embeddings, "
