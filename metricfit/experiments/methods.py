@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, clone
 from sklearn.pipeline import make_pipeline
 
@@ -35,6 +33,7 @@ from ..learners import (
 from ..learners.plda import PLDA
 from ..learners.siamese_cnn import SiameseCNN
 from ..pairs import check_pair_labels, check_pairs
+from ..pairs.identity import distinct_rows, index_components
 from ..whitening import WCCN
 
 __all__ = ["MethodSpec", "IdentitiesFromPairs", "REGISTRY", "METHODS", "IMAGE_METHODS",
@@ -179,12 +178,10 @@ class IdentitiesFromPairs(BaseEstimator):
         calibrated on the pairs; returns self."""
         pairs = check_pairs(pairs)
         s = check_pair_labels(y, pairs.shape[0], require_both=True)
-        points, inverse = np.unique(pairs.reshape(-1, pairs.shape[2]), axis=0,
-                                    return_inverse=True)
-        index = inverse.reshape(-1, 2)[s == 1]
+        points, index = distinct_rows(pairs)
+        index = index[s == 1]
         n = points.shape[0]
-        graph = coo_matrix((np.ones(len(index)), (index[:, 0], index[:, 1])), shape=(n, n))
-        _, identities = connected_components(graph, directed=False)
+        identities = index_components(index, n)
         linked = np.zeros(n, dtype=bool)
         linked[index.ravel()] = True  # points in no similar pair carry no identity
         self.identities_ = np.where(linked, identities, -1)

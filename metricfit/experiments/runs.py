@@ -256,20 +256,10 @@ def _select_with_raw(name, data, vectors, splits, config, selection, judge):
         return result
     raw = select_all_and_test(name, *_raw_data(vectors, splits), **settings,
                               **{**selection, "dims": [d]})
-    if _prefers(judge, raw.choice, result.choice):
+    if judge.prefers(raw.choice, result.choice):
         raw.choice = {**raw.choice, "wpca": "none"}
         return raw
     return result
-
-
-def _prefers(judge, a, b):
-    """Whether ``judge`` prefers the chosen candidate with numbers ``a`` to the one with
-    ``b`` (each ``{"maxda": ..., "min_dcf": ...}``): strictly, so that ``b`` wins a tie."""
-    if judge.criterion == "min-dcf":
-        return (a["min_dcf"], -a["maxda"]) < (b["min_dcf"], -b["maxda"])
-    if judge.criterion == "both":
-        return a["maxda"] > b["maxda"] and a["min_dcf"] <= b["min_dcf"]
-    return a["maxda"] > b["maxda"]
 
 
 def _raw_data(vectors, splits):

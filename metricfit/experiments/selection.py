@@ -17,8 +17,6 @@ reported prior, keeping only candidates at least level with the start ("no learn
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.pipeline import Pipeline
@@ -26,6 +24,7 @@ from sklearn.pipeline import Pipeline
 from ..learners import CSML, DDML, TSML
 from ..metrics import min_dcf
 from ..pairs import ValidationSplit, check_points_or_pairs
+from ..pairs.identity import index_components
 from ..pairs.rows import l2_normalize
 from .evaluation import fit_and_test, maxda_scorer, validation_accuracy
 from .methods import has_lam, make_method
@@ -160,6 +159,16 @@ class Judge:
             keep = (acc >= acc[start]) & (dcf <= dcf[start])
         return int(np.flatnonzero(keep)[np.argmax(acc[keep])])
 
+    def prefers(self, a, b):
+        """Whether the judge prefers the chosen candidate with numbers ``a`` to the one with
+        ``b`` (each ``{"maxda": ..., "min_dcf": ...}``, as a Result's ``choice`` from
+        :func:`select_all_and_test`): strictly, so that ``b`` wins a tie."""
+        if self.criterion == "min-dcf":
+            return (a["min_dcf"], -a["maxda"]) < (b["min_dcf"], -b["maxda"])
+        if self.criterion == "both":
+            return a["maxda"] > b["maxda"] and a["min_dcf"] <= b["min_dcf"]
+        return a["maxda"] > b["maxda"]
+
 
 def pair_groups(index_pairs):
     """A group per pair: the connected component of its two images in the graph of all the
@@ -176,9 +185,7 @@ def pair_groups(index_pairs):
     if index_pairs.ndim != 2 or index_pairs.shape[1] != 2:
         raise ValueError(f"index_pairs must have shape (n_pairs, 2), got {index_pairs.shape}.")
     n = int(index_pairs.max()) + 1 if index_pairs.size else 0
-    graph = coo_matrix((np.ones(len(index_pairs)), (index_pairs[:, 0], index_pairs[:, 1])),
-                       shape=(n, n))
-    return connected_components(graph, directed=False)[1][index_pairs[:, 0]]
+    return index_components(index_pairs, n)[index_pairs[:, 0]]
 
 
 def _validation_search(estimator, param_grid, train, val, judge=None):
@@ -302,8 +309,8 @@ class LeadingComponents(TransformerMixin, BaseEstimator):
 @dataclass
 class Selection:
     """The settings :func:`select` chose on the validation fold, and their validation
-    accuracy at the best threshold (maxDA) and minDCF (means over the scored sets of the
-    :class:`Judge`; the minDCF is NaN where it was not asked for).
+    accuracy at the best threshold (maxDA) and minDCF at the judge's prior (means over the
+    scored sets of the :class:`Judge`).
 
     Examples
     --------

@@ -15,7 +15,7 @@ from ._index_pairs import IndexPairs, read_rows
 from .generation import _as_1d
 from .protocols import _n_pairs
 
-__all__ = ["identity_folds", "IdentityDisjointPairSplit"]
+__all__ = ["identity_folds", "IdentityDisjointPairSplit", "index_components", "distinct_rows"]
 
 
 def _check_n_folds(n_folds, what="n_folds"):
@@ -189,10 +189,7 @@ def similar_pair_classes(pairs, s, singletons=False, components=False):
     if isinstance(pairs, IndexPairs):
         return _index_pair_classes(pairs, s, singletons)
     if components:
-        points, inverse = np.unique(pairs.reshape(-1, pairs.shape[2]), axis=0,
-                                    return_inverse=True)
-        index = inverse.reshape(-1, 2)
-        return _index_pair_classes(IndexPairs(points, index), s, singletons)
+        return _index_pair_classes(IndexPairs(*distinct_rows(pairs)), s, singletons)
     similar = pairs[s == 1]
     points = [similar.reshape(-1, pairs.shape[2])]
     codes = [np.repeat(np.arange(similar.shape[0]), 2)]
@@ -203,15 +200,29 @@ def similar_pair_classes(pairs, s, singletons=False, components=False):
     return np.concatenate(points), np.concatenate(codes)
 
 
-def _index_pair_classes(pairs, s, singletons):
+def distinct_rows(pairs):
+    """Vector pairs (n, 2, d) as index pairs into their distinct rows: ``(points, index)``
+    with ``points[index] == pairs`` (equal vectors are one point, one image)."""
+    points, inverse = np.unique(pairs.reshape(-1, pairs.shape[2]), axis=0,
+                                return_inverse=True)
+    return points, inverse.reshape(-1, 2)
+
+
+def index_components(index, n_points):
+    """The connected component of each of ``n_points`` points in the graph whose edges are
+    the index pairs ``index`` (m, 2): points linked by a chain of pairs share one code."""
     from scipy.sparse import coo_array
     from scipy.sparse.csgraph import connected_components
 
+    index = np.asarray(index).reshape(-1, 2)
+    graph = coo_array((np.ones(index.shape[0]), (index[:, 0], index[:, 1])),
+                      shape=(n_points, n_points))
+    return connected_components(graph, directed=False)[1]
+
+
+def _index_pair_classes(pairs, s, singletons):
     index = np.asarray(pairs.index)
     similar = index[s == 1]
     used = np.unique(index if singletons else similar)
-    local = np.searchsorted(used, similar)
-    graph = coo_array((np.ones(local.shape[0]), (local[:, 0], local[:, 1])),
-                      shape=(used.size, used.size))
-    _, codes = connected_components(graph, directed=False)
+    codes = index_components(np.searchsorted(used, similar), used.size)
     return np.asarray(read_rows(pairs.points, used, pairs.points.dtype)), codes
