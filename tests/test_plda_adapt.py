@@ -186,3 +186,21 @@ def test_bad_model_is_named():
     B, W, mu = model(0)
     with pytest.raises(ValueError, match="W must be a finite"):
         adapt_two_covariance(B, W[:3], mu, np.ones((4, D)))
+
+
+def test_adapt_does_not_judge_the_training_fit_again():
+    """The convergence warning belongs to fit: a PLDA stopped before ``tol`` warns once,
+    when fitted, and its adapted copy (the same training history) does not warn again."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(60), 3)
+    X = 2 * rng.normal(size=(60, 4))[labels] + rng.normal(size=(180, 4))
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        plda = PLDA(n_iter=1, tol=1e-12).fit(X, labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        adapted = plda.adapt(X + 1.0)
+    assert adapted.n_iter_ == plda.n_iter_ == 1

@@ -30,6 +30,11 @@ DISSIMILAR = ("ignore", "singletons")
 IDENTITIES = ("pairs", "components")
 
 
+def _cannot_fit(scatter):
+    """The error of a fit whose EM or basis broke down on a singular within-class scatter."""
+    return ValueError(f"PLDA cannot be fitted: {core.singular_within_message(scatter)}.")
+
+
 class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, BaseEstimator):
     """Gaussian PLDA (two-covariance, or simplified with ``n_components``), trained by EM,
     scoring pairs by the closed-form same-vs-different log-likelihood ratio.
@@ -227,11 +232,11 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
                 xp, counts, groups, scatter, self.n_iter,
                 lambda it, ll: history.append(ll), device, tol=self.tol)
         except np.linalg.LinAlgError:
-            raise ValueError("PLDA cannot be fitted: "
-                             f"{core.singular_within_message(to_numpy(scatter))}.") from None
+            raise _cannot_fit(to_numpy(scatter)) from None
         self._set_model(to_numpy(B), to_numpy(W), counts, to_numpy(mu), history,
                         to_numpy(scatter), X.shape, 0, np.dtype(str(X.dtype).rsplit(".")[-1]),
                         float(xp.max(xp.abs(X))))
+        self._warn_if_not_converged(history, float(np.sum(counts)))
 
     def _fit_classes(self, X, codes):
         largest = largest_magnitude(X)
@@ -252,9 +257,9 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
                 B, W, _ = core.fit_simplified(counts, means, scatter, self.n_components,
                                               self.n_iter, record, tol=self.tol)
         except np.linalg.LinAlgError:
-            raise ValueError("PLDA cannot be fitted: "
-                             f"{core.singular_within_message(scatter)}.") from None
+            raise _cannot_fit(scatter) from None
         self._set_model(B, W, counts, mu, history, scatter, X.shape, e, X.dtype, largest)
+        self._warn_if_not_converged(history, float(np.sum(counts)))
 
     def _check_n_components(self, d):
         if self.n_components is not None and self.n_components > d:
@@ -266,8 +271,7 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
         try:
             T, psi = core.plda_basis(B, W)
         except np.linalg.LinAlgError:
-            raise ValueError("PLDA cannot be fitted: "
-                             f"{core.singular_within_message(scatter)}.") from None
+            raise _cannot_fit(scatter) from None
         core.warn_if_singular_within(W)
         keep = psi > 1e-10 * max(psi.max(), np.finfo(float).tiny)
         self.n_features_in_ = d
@@ -281,7 +285,6 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
         # densities of X 2**-e are 2**(n d e) times those of X
         self.log_likelihood_ = [ll - n * d * e * np.log(2.0) for ll in history]
         self.n_iter_ = len(history) - 1
-        self._warn_if_not_converged(history, float(np.sum(counts)))
         self.n_identities_ = counts.size
         self.classes_ = np.array([-1, 1])
         self._dtype = dtype
@@ -459,7 +462,7 @@ class PLDA(PointOutputMixin, ClassNamePrefixFeaturesOutMixin, PairLearnerMixin, 
                                           self.mean_, X, mean_diff_scale, within_covar_scale,
                                           between_covar_scale)
         new = deepcopy(self)
-        new._set_model(B, W, np.empty(self.n_identities_), mean, self.log_likelihood_, W,
+        new._set_model(B, W, np.zeros(self.n_identities_), mean, self.log_likelihood_, W,
                        X.shape, 0, self._dtype, largest_magnitude(X))
         new.threshold_ = 0.0
         return new
