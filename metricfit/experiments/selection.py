@@ -132,8 +132,8 @@ class Judge:
                 raise ValueError(f"folds={self.folds} needs at least as many groups; the "
                                  f"training pairs form {n_groups}.")
             out = list(GroupKFold(self.folds).split(np.zeros(n_train), groups=groups))
-        out.append((np.arange(n_train), np.arange(n_train, n_train + n_val)))
-        return out
+        is_val = np.arange(n_train + n_val) >= n_train
+        return out + list(ValidationSplit(is_val).split())
 
     def scoring(self):
         """The scorers of the search: maxDA and minus minDCF(prior) (greater is better)."""
@@ -196,8 +196,7 @@ def _validation_search(estimator, param_grid, train, val, judge=None):
     judge = Judge() if judge is None else judge
     pairs = np.concatenate([train[0], val[0]])
     y = np.concatenate([train[1], val[1]])
-    cv = judge.splits(len(train[1]), len(val[1])) if judge.folds else \
-        ValidationSplit(np.arange(len(y)) >= len(train[1]))
+    cv = judge.splits(len(train[1]), len(val[1]))  # the last: train -> validation
     search = GridSearchCV(estimator, param_grid, scoring=judge.scoring(), cv=cv, refit=False,
                           error_score="raise").fit(pairs, y)
     results = search.cv_results_
