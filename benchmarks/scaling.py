@@ -13,7 +13,7 @@ Workloads (``--only NAME ...`` selects; ``--list`` prints them):
 * ``tsml|csml|ddml|ldml_float64|float32``: one prepared cost-and-gradient call, n = 4800 pairs,
   d = k = 300, against its two-GEMM bound (``bench_gradients.prepared_and_bound``);
 * ``kernel_*``: the fused per-pair kernel section of each linear objective alone (no GEMM), and
-  ``kernel_index_tsml`` the gather / kernel / scatter-add pass of index pairs;
+  ``kernel_index_tsml`` (float64) and ``kernel_index_{loss}_{dtype}`` pass 2 of index pairs;
 * ``convnet_step``, ``convnet_inference``: the siamese convnet of seed 000, 64 pairs of 56x46
   (as ``bench_cnn.py``); ``plda_em``: one EM iteration of PLDA on 1e5 x 256 against its two GEMMs
   (as ``bench_plda.py``); ``nca_iteration``: one L-BFGS iteration of NCA on digits (as
@@ -133,20 +133,31 @@ def _kernel(loss, dtype, n=4800, d=300, k=300):
     return run
 
 
-def _kernel_index(dtype="float64", n_points=2000, n_pairs=8192, k=300):
-    """Pass 2 of TSML over index pairs: gather, fused kernel, scatter-add (one chunk)."""
+def _kernel_index(loss="tsml", dtype="float64", n_points=2000, n_pairs=8192, k=300):
+    """Pass 2 of a linear loss over index pairs (the costs and scalars of the pairs, then the
+    scatter-add of their gradients onto the points); LDML: its distances and weights, then
+    the scatter of ``w_i delta_i``, on rows ``[X M, X]`` of width 2k."""
 
     def run(repeats):
-        from metricfit.losses import _index, tsml
+        from metricfit.losses import _index, csml, ddml, ldml, tsml
 
         rng = np.random.default_rng(0)
-        E = rng.standard_normal((n_points, k)).astype(dtype)
+        width = 2 * k if loss == "ldml" else k
+        E = (rng.standard_normal((n_points, width)) * (0.05 if loss == "ldml" else 1.0)
+             ).astype(dtype)
         index = rng.integers(0, n_points, size=(n_pairs, 2))
         s = np.where(rng.random(n_pairs) < 0.5, 1.0, -1.0).astype(dtype)
         R = np.zeros((n_points, k), dtype=dtype)
-        return _timed(lambda: _index.linear_pair_block(E, index, s, R,
-                                                       tsml._embedding_grad_inplace),
-                      repeats, setup=lambda: R.fill(0))
+        if loss == "ldml":
+            def call():
+                ldml._index_pair_block(E, index, s, R, 2.0 * k * 0.005)
+        else:
+            kernel = {"tsml": tsml._embedding_grad_inplace, "csml": csml._embedding_grad_inplace,
+                      "ddml": ddml._bind(10.0, 1.0)}[loss]
+
+            def call():
+                _index.linear_pair_block(E, index, s, R, kernel)
+        return _timed(call, repeats, setup=lambda: R.fill(0))
     return run
 
 
@@ -249,7 +260,9 @@ def _descriptors(repeats, n_images=1024):
 
 WORKLOADS = {f"{loss}_{dt}": _linear(loss, dt) for loss in LINEAR for dt in DTYPES}
 WORKLOADS.update({f"kernel_{loss}_{dt}": _kernel(loss, dt) for loss in LINEAR for dt in DTYPES})
-WORKLOADS["kernel_index_tsml"] = _kernel_index()
+WORKLOADS["kernel_index_tsml"] = _kernel_index()  # the name of the 2026-11-26 tables
+WORKLOADS.update({f"kernel_index_{loss}_{dt}": _kernel_index(loss, dt) for loss in LINEAR
+                  for dt in DTYPES})
 WORKLOADS.update({
     "convnet_step": _hook("bench_cnn", "convnet_step", _cnn_entry("step"), _convnet("step")),
     "convnet_inference": _hook("bench_cnn", "convnet_inference", _cnn_entry("inference"),

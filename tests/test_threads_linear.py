@@ -20,8 +20,6 @@ def blocks(request, monkeypatch):
     work) or the package's own."""
     if request.param is not None:
         monkeypatch.setattr(_rows, "ROW_ELEMENTS", request.param)
-        monkeypatch.setattr(_index_pairs, "POINT_BUCKETS", 5)
-        monkeypatch.setattr(_index, "PARALLEL_MIN_THREADS", 2)  # the parallel pass 2 at 2, 3
     return request.param
 
 
@@ -140,8 +138,7 @@ def test_costs_are_summed_in_pair_order():
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_the_scatter_by_point_ranges_equals_the_serial_scatter(dtype, monkeypatch):
-    monkeypatch.setattr(_index_pairs, "POINT_BUCKETS", 7)
+def test_the_scatter_by_point_ranges_equals_the_serial_scatter(dtype):
     rng = np.random.default_rng(4)
     index = rng.integers(0, 50, size=(301, 2))
     G1, G2 = (rng.standard_normal((301, 5)).astype(dtype) for _ in range(2))
@@ -249,3 +246,45 @@ def test_bench_thread_counts_double_up_to_the_cpus():
     assert thread_counts(1) == [1]
     assert thread_counts(16) == [1, 2, 4, 8, 16]
     assert thread_counts(6) == [1, 2, 4, 6]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("loss", ["tsml", "csml", "ddml"])
+def test_the_index_passes_equal_the_rows_kernel_on_gathered_rows(loss, dtype):
+    """Pass 2 over index pairs reads the rows of E in place (the kernel's IndexRows); the
+    rows kernel on gathered copies, then scattered in pair order, is its twin, bit for bit,
+    on 1 to 3 threads (a zero row and a point paired with itself included)."""
+    kernel = {"tsml": tsml._embedding_grad_inplace, "csml": csml._embedding_grad_inplace,
+              "ddml": ddml._bind(3.0, 1.0)}[loss]
+    gathered = _rows.PairKernel(kernel.rows, *kernel.extra)  # no IndexRows: the twin
+    rng = np.random.default_rng(6)
+    E = rng.standard_normal((40, 9)).astype(dtype)
+    E[7] = 0.0  # CSML's cosine has no gradient there, TSML's c may vanish
+    index = rng.integers(0, 40, size=(500, 2))
+    index[:3] = [[7, 7], [7, 3], [5, 5]]
+    s = np.where(rng.random(500) < 0.5, 1.0, -1.0).astype(dtype)
+    R0 = np.zeros((40, 9), dtype=dtype)
+    J0 = _index.linear_pair_block(E, index, s, R0, gathered)
+    assert np.all(np.isfinite(R0)) and np.isfinite(J0[0])
+    for n in THREADS:
+        R = np.zeros((40, 9), dtype=dtype)
+        with metricfit.threads(n):
+            J = _index.linear_pair_block(E, index, s, R, kernel)
+        assert J == J0 and R.tobytes() == R0.tobytes(), n
+
+
+def test_the_scatter_cuts_the_points_into_ranges_of_whole_points():
+    """On several threads each point's sides fall in one task (no row written twice)."""
+    rng = np.random.default_rng(7)
+    first, second = rng.integers(0, 30, 200), rng.integers(0, 30, 200)
+    starts, order = _index_pairs._sides_by_point(first, second, 30)
+    points = np.where(order % 2 == 0, first[order // 2], second[order // 2])
+    assert np.array_equal(points, np.sort(points, kind="stable"))
+    for r in range(30):  # each point's sides in (pair, side) order
+        assert np.all(np.diff(order[starts[r]:starts[r + 1]]) > 0)
+    seen = []
+    with metricfit.threads(3):
+        _index_pairs.scatter_by_points(lambda order, lo, hi: seen.append(
+            set(points[lo:hi].tolist())), first, second, 30)
+    assert len(seen) == 3 and not (seen[0] & seen[1] or seen[1] & seen[2] or seen[0] & seen[2])
+    assert set.union(*seen) == set(points.tolist())

@@ -19,8 +19,10 @@ scatters the per-pair gradients back onto the points (R is n_points x k) before 
 with X. One evaluation is three passes:
 
 1. points: ``P = X A^T``, block of rows by block of rows (GEMM);
-2. pairs, in chunks: gather ``P[p], P[q]``, the loss's fused kernel turns them into
-   ``dJ/da, dJ/db`` in place (the same kernel the 3-D path uses), scatter-add onto ``R``;
+2. pairs, in chunks: the costs and the few scalars of each pair's gradients (norms,
+   weights) from the rows ``P[p], P[q]``, then ``dJ/da, dJ/db`` recomputed from them and
+   scatter-added onto ``R``, point by point (the 3-D path's kernel, split in two passes that
+   read P in place);
 3. points: ``G = R^T X``, block by block (GEMM).
 
 That is O(n_points k d + n_pairs k) per evaluation instead of the O(n_pairs k d) of pairs of
@@ -38,20 +40,14 @@ scheduler.
 import numpy as np
 from numba import njit
 
-from ..pairs.index import check_index_pair_data, scatter_pair_rows, scatter_sides
+from ..pairs.index import check_index_pair_data, scatter_by_points, scatter_sides
 from ..pairs.passes import make_passes
-from ..parallel import get_threads
 from ._linear import CHUNK_SIZE, PreparedObjective
-from ._rows import grouped_sum, row_block, run_blocks
+from ._rows import grouped_sum, row_block, run_rows
 
 __all__ = ["IndexPairObjective", "project_rows", "linear_pair_block"]
 
 PAIR_BLOCK = 64  # pairs per partial cost sum of pass 2 (the order the serial kernel summed in)
-# Pass 2 of a linear map on several threads from this many on: the parallel pass moves its
-# (m, k) buffers through memory twice more than the cache-resident serial one, which it did
-# not beat on 2 cores (a shared 2-core machine, 1.6x slower at 2 threads); both give the
-# same bits, so the switch is about speed only (benchmarks/scaling.py kernel_index_tsml).
-PARALLEL_MIN_THREADS = 4
 
 
 def project_rows(X_block, A):
@@ -73,44 +69,48 @@ def _gather_rows(E, first, second, G1, G2, lo, hi):  # pragma: no cover (compile
 def linear_pair_block(E, index, s, R, kernel, *kernel_args):
     """Pass 2 of a linear map over one chunk of index pairs; returns ``(sum_i J_i,)``.
 
-    Gathers ``a_i = E[p_i]``, ``b_i = E[q_i]``, lets the loss's fused kernel (a
-    :class:`metricfit.losses._rows.PairKernel`, the kernel of the 3-D path) overwrite them with
-    dJ_i/da_i, dJ_i/db_i, and scatter-adds those onto the rows p_i, q_i of R (n_points, k).
+    With the kernel's :class:`metricfit.losses._rows.IndexRows` (TSML, CSML and DDML have
+    them), two passes that read the rows of E where they are: the pairs' costs and scalars
+    (norms, weights) on fixed blocks of pairs, then the scatter-add of the per-pair gradients
+    onto R, recomputed from E and the scalars, by ranges of points
+    (:func:`metricfit.pairs.index.scatter_by_points`). Both run on every core; no (m, k)
+    buffer is written, so neither pass leaves the cache for a buffer the size of the pairs.
 
-    On fewer than :data:`PARALLEL_MIN_THREADS` threads the pairs go through in blocks that
-    stay in cache (gather, kernel, scatter-add, block after block). On more, the gather and
-    the kernel run on fixed blocks
-    of pairs into (m, k) buffers, then the scatter-add on fixed ranges of points, each row of
-    R receiving its additions in pair order (:func:`metricfit.pairs.index.scatter_pair_rows`).
+    Without them, the loss's rows kernel (the kernel of the 3-D path) runs on gathered
+    copies of ``a_i = E[p_i]``, ``b_i = E[q_i]``, overwritten with dJ_i/da_i, dJ_i/db_i and
+    scatter-added onto the rows p_i, q_i of R, in blocks that stay in cache, on one thread.
+
     Either way every row of R gets the same additions in the same order and the costs are
     summed in pair order, by blocks of :data:`PAIR_BLOCK` pairs as the serial kernel did: the
-    result is the same bit for bit on any number of threads.
+    result is the same bit for bit on any number of threads, and on both paths.
     """
     first, second = np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
-    m, k = first.shape[0], E.shape[1]
+    m = first.shape[0]
     out = np.empty(m)  # (m,) J_i
     extra = kernel.extra + tuple(kernel_args)
-    block = 2 * row_block(k)
-    if get_threads() < PARALLEL_MIN_THREADS or m <= block:
-        G1, G2 = np.empty((min(m, block), k), dtype=E.dtype), np.empty_like(E, shape=(
-            min(m, block), k))  # (block, k): stay in cache
-        order = np.arange(2 * G1.shape[0])
-        for lo in range(0, m, block):
-            hi = min(lo + block, m)
-            p, q, g1, g2 = first[lo:hi], second[lo:hi], G1[:hi - lo], G2[:hi - lo]
-            _gather_rows(E, p, q, g1, g2, 0, hi - lo)
-            kernel.rows(g1, g2, s[lo:hi], *extra, out[lo:hi], 0, hi - lo)
-            scatter_sides(R, p, q, g1, g2, order, 0, 2 * (hi - lo))
+    passes = getattr(kernel, "index", None)
+    if passes is None:
+        _gathered_pair_block(E, first, second, s, R, kernel.rows, extra, out)
         return (grouped_sum(out, PAIR_BLOCK),)
-    G1, G2 = np.empty((m, k), dtype=E.dtype), np.empty((m, k), dtype=E.dtype)  # (m, k)
-
-    def gather_loss(lo, hi):
-        _gather_rows(E, first, second, G1, G2, lo, hi)
-        kernel.rows(G1, G2, s, *extra, out, lo, hi)
-
-    run_blocks(gather_loss, m, k)
-    scatter_pair_rows(R, first, second, G1, G2)
+    W = np.empty((m, passes.width))  # (m, width) the scalars of each pair's gradients
+    run_rows(passes.pair_rows, m, 2 * E.shape[1], E, first, second, s, *extra, out, W)
+    scatter_by_points(passes.side_rows, first, second, R.shape[0], E, first, second, s, W, R)
     return (grouped_sum(out, PAIR_BLOCK),)
+
+
+def _gathered_pair_block(E, first, second, s, R, rows, extra, out):
+    """Pass 2 by a rows kernel on gathered rows: gather, kernel, scatter-add, block after
+    block of pairs (the blocks stay in cache), on one thread."""
+    m, k = first.shape[0], E.shape[1]
+    block = 2 * row_block(k)
+    G1, G2 = (np.empty((min(m, block), k), dtype=E.dtype) for _ in range(2))  # (block, k)
+    order = np.arange(2 * G1.shape[0])
+    for lo in range(0, m, block):
+        hi = min(lo + block, m)
+        p, q, g1, g2 = first[lo:hi], second[lo:hi], G1[:hi - lo], G2[:hi - lo]
+        _gather_rows(E, p, q, g1, g2, 0, hi - lo)
+        rows(g1, g2, s[lo:hi], *extra, out[lo:hi], 0, hi - lo)
+        scatter_sides(R, p, q, g1, g2, order, 0, 2 * (hi - lo))
 
 
 class IndexPairObjective(PreparedObjective):

@@ -38,13 +38,15 @@ weighting kernels write such entries as 0 (below :func:`tiny` of the dtype): wha
 hardware would do, a change far below the float32 rounding of any sum they enter.
 """
 
+from typing import Callable, NamedTuple
+
 import numpy as np
 from numba import njit
 
 from ..parallel import get_threads, map_blocks
 
 __all__ = ["run_rows", "run_blocks", "ordered_sum", "grouped_sum", "row_block", "tiny",
-           "PairKernel", "row_sumsq", "row_dot"]
+           "PairKernel", "IndexRows", "row_sumsq", "row_dot"]
 
 ROW_ELEMENTS = 1 << 15  # matrix entries per fixed block of rows (~256 KB of float64)
 
@@ -111,14 +113,34 @@ def grouped_sum(values, group):  # pragma: no cover (compiled)
     return total
 
 
+class IndexRows(NamedTuple):
+    """A pair kernel's two passes over index pairs (:func:`metricfit.losses._index.
+    linear_pair_block`), reading the rows of the embeddings E in place instead of gathering
+    them.
+
+    ``pair_rows(E, first, second, s, *extra, out, W, lo, hi)``: for the pairs lo..hi-1,
+    ``out[i] = J_i`` and the ``width`` scalars ``W[i]`` that its gradients need (norms,
+    weights): the reductions of the rows kernel, in its order. ``side_rows(E, first, second,
+    s, W, R, order, lo, hi)``: for the sides ``order[lo:hi]`` (2i: point first[i], 2i + 1:
+    second[i]), in that order, ``R[point] += dJ_i/da_i`` (or ``dJ_i/db_i``), the rows kernel's
+    expression rounded to R's dtype. Together they give the rows kernel's gathered, in-place,
+    scattered result bit for bit.
+    """
+
+    pair_rows: Callable
+    side_rows: Callable
+    width: int
+
+
 class PairKernel:
     """``kernel(P1, P2, s) -> sum_i J_i`` of a rows kernel ``rows(P1, P2, s, *extra, out, lo,
     hi)`` (P1, P2 overwritten with dJ_i/da_i, dJ_i/db_i; ``out[i] = J_i``), run by
     :func:`run_rows` and summed in pair order: the embedding kernel of the generic composition
     (:func:`metricfit.losses._linear.composed_cost_grad`) on every core.
 
-    ``rows`` and ``extra`` are also what the index-pair passes call on their gathered rows
-    (:mod:`metricfit.losses._index`).
+    Over index pairs (:mod:`metricfit.losses._index`) the kernel's :class:`IndexRows` (``index``)
+    runs in two passes on the rows of the embeddings; a kernel without them has ``rows`` and
+    ``extra`` called on gathered copies of the rows, on one thread.
 
     Examples
     --------
@@ -136,8 +158,8 @@ class PairKernel:
     (1.757359, 0.292893)
     """
 
-    def __init__(self, rows, *extra):
-        self.rows, self.extra = rows, tuple(extra)
+    def __init__(self, rows, *extra, index=None):
+        self.rows, self.extra, self.index = rows, tuple(extra), index
 
     def __call__(self, P1, P2, s):
         n, k = P1.shape

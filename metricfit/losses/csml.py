@@ -39,7 +39,7 @@ from ._linear import (
     cosine_scores,
 )
 from ._linear import embedding_cost_grad as _embedding_cost_grad
-from ._rows import PairKernel
+from ._rows import IndexRows, PairKernel
 from ._spec import LinearPath, PairLoss
 from .penalty import add_penalty
 
@@ -83,8 +83,68 @@ def _grad_rows(P1, P2, s, out, lo, hi):  # pragma: no cover (compiled)
                 P2[i, j] = 0.0
 
 
-# kernel(P1, P2, s) -> sum_i J_i on every core, summed in pair order (metricfit.losses._rows)
-_embedding_grad_inplace = PairKernel(_grad_rows)
+@njit(cache=True, nogil=True)
+def _index_pair_rows(E, first, second, s, out, W, lo, hi):  # pragma: no cover (compiled)
+    """Index pairs lo..hi-1, ``a_i = E[first[i]]``, ``b_i = E[second[i]]`` read in place:
+    ``out[i] = J_i`` and ``W[i] = (s_i, cos_i, 1/|a_i|, 1/|b_i|)`` (all 0 where a_i or b_i
+    is 0: no gradient), the sums of :func:`_grad_rows` in its order (same bits)."""
+    k = E.shape[1]
+    for i in range(lo, hi):
+        p, q = first[i], second[i]
+        aa = 0.0
+        bb = 0.0
+        ab = 0.0
+        for j in range(k):
+            a = E[p, j]
+            b = E[q, j]
+            aa += a * a
+            bb += b * b
+            ab += a * b
+        na = np.sqrt(aa)
+        nb = np.sqrt(bb)
+        if na > 0.0 and nb > 0.0:
+            si = s[i]
+            cos = min(max((ab / na) / nb, -1.0), 1.0)
+            out[i] = -(si * cos)
+            W[i, 0], W[i, 1], W[i, 2], W[i, 3] = si, cos, 1.0 / na, 1.0 / nb
+        else:
+            out[i] = 0.0
+            W[i, 0], W[i, 1], W[i, 2], W[i, 3] = 0.0, 0.0, 0.0, 0.0
+
+
+@njit(cache=True, nogil=True)
+def _index_side_rows(E, first, second, s, W, R, order, lo, hi):  # pragma: no cover (compiled)
+    """``R[p_i] += dJ_i/da_i`` (side 2i) and ``R[q_i] += dJ_i/db_i`` (side 2i + 1) for the
+    sides ``order[lo:hi]`` in that order: :func:`_grad_rows`'s expressions, rounded to R's
+    dtype as its in-place rows were (same bits; a zero row adds +0.0 where it wrote 0)."""
+    g = np.empty_like(R[0])
+    for t in range(lo, hi):
+        e = order[t]
+        i = e // 2
+        p, q = first[i], second[i]
+        si, cos, inv_a, inv_b = W[i, 0], W[i, 1], W[i, 2], W[i, 3]
+        r = p if e % 2 == 0 else q
+        if inv_a == 0.0:
+            for j in range(g.shape[0]):
+                g[j] = 0.0
+        elif e % 2 == 0:
+            for j in range(g.shape[0]):
+                a_unit = E[p, j] * inv_a
+                b_unit = E[q, j] * inv_b
+                g[j] = si * inv_a * (cos * a_unit - b_unit)
+        else:
+            for j in range(g.shape[0]):
+                a_unit = E[p, j] * inv_a
+                b_unit = E[q, j] * inv_b
+                g[j] = si * inv_b * (cos * b_unit - a_unit)
+        for j in range(g.shape[0]):
+            R[r, j] += g[j]
+
+
+# kernel(P1, P2, s) -> sum_i J_i on every core, summed in pair order (metricfit.losses._rows);
+# over index pairs, the two passes of metricfit.losses._index (four scalars a pair)
+_embedding_grad_inplace = PairKernel(_grad_rows, index=IndexRows(_index_pair_rows,
+                                                                  _index_side_rows, 4))
 
 
 def embedding_cost_grad(a, b, s, validated=False):

@@ -61,7 +61,7 @@ from ._linear import (
     check_pair_data,
 )
 from ._linear import embedding_cost_grad as _embedding_cost_grad
-from ._rows import PairKernel, ordered_sum, row_sumsq, run_rows, tiny
+from ._rows import IndexRows, PairKernel, ordered_sum, row_sumsq, run_rows, tiny
 from ._spec import LinearPath, PairLoss
 from .penalty import add_penalty
 
@@ -118,6 +118,44 @@ def _grad_rows(P1, P2, s, T, tau, out, lo, hi):  # pragma: no cover (compiled)
             P2[i, j] = -g
 
 
+@njit(cache=True, nogil=True)
+def _index_pair_rows(E, first, second, s, T, tau, out, W, lo, hi):  # pragma: no cover
+    """Index pairs lo..hi-1, ``a_i = E[first[i]]``, ``b_i = E[second[i]]`` read in place:
+    ``out[i] = J_i`` and ``W[i, 0] = s_i sigma(T z_i)``, the sums of :func:`_grad_rows` in
+    its order (same bits)."""
+    k = E.shape[1]
+    for i in range(lo, hi):
+        p, q = first[i], second[i]
+        dd = 0.0
+        for j in range(k):
+            d = np.float64(E[p, j]) - np.float64(E[q, j])
+            dd += d * d
+        si = np.float64(s[i])
+        sp, sig = _softplus_sigmoid(T * (1.0 - si * (tau - dd)))
+        out[i] = 0.5 * sp / T
+        W[i, 0] = si * sig
+
+
+@njit(cache=True, nogil=True)
+def _index_side_rows(E, first, second, s, W, R, order, lo, hi):  # pragma: no cover (compiled)
+    """``R[p_i] += w_i (a_i - b_i)`` (side 2i) and ``R[q_i] += -(w_i (a_i - b_i))`` (side 2i +
+    1) for the sides ``order[lo:hi]`` in that order: :func:`_grad_rows`'s expressions,
+    rounded to R's dtype as its in-place rows were (same bits)."""
+    g = np.empty_like(R[0])
+    for t in range(lo, hi):
+        e = order[t]
+        i = e // 2
+        p, q, w = first[i], second[i], W[i, 0]
+        for j in range(g.shape[0]):
+            g[j] = w * (np.float64(E[p, j]) - np.float64(E[q, j]))
+        if e % 2 == 0:
+            for j in range(g.shape[0]):
+                R[p, j] += g[j]
+        else:
+            for j in range(g.shape[0]):
+                R[q, j] += -g[j]
+
+
 def _delta_grad_inplace(P, s, T, tau):
     """Every row p_i of P -> s_i sigma(T z_i) p_i on every core; return sum_i J_i (in pair
     order)."""
@@ -140,7 +178,8 @@ def _check_hyper(T, tau, lam=0.0):
 def _bind(T, tau):
     """The embedding kernel with T and tau bound: ``kernel(P1, P2, s) -> sum_i J_i``, on
     every core (:class:`metricfit.losses._rows.PairKernel`)."""
-    return PairKernel(_grad_rows, T, tau)
+    return PairKernel(_grad_rows, T, tau,
+                      index=IndexRows(_index_pair_rows, _index_side_rows, 1))
 
 
 def _delta_cost_grad(A, X1, X2, s, T, tau, chunk_size, D=None):

@@ -59,7 +59,6 @@ from ..pairs import check_points
 from ..pairs.checks import float_dtype
 from ..pairs.index import IndexPairs, scatter_by_points, score_index_pairs
 from ..parallel import get_threads
-from . import _index
 from ._index import check_index_pair_data, make_passes
 from ._linear import CHUNK_SIZE, check_pair_data
 from ._rows import row_dot, run_rows, tiny
@@ -137,7 +136,7 @@ def _index_weight_rows(E, first, second, s, b, out, lo, hi):  # pragma: no cover
 
 @njit(cache=True, nogil=True)
 def _index_weights_scatter(E, first, second, s, b, R, out):  # pragma: no cover (compiled)
-    """The serial pass 2 (fewer than ``_index.PARALLEL_MIN_THREADS`` threads): for each pair in
+    """The serial pass 2 (one thread): for each pair in
     order, the distance, ``out[i] = (J_i, w_i)`` and ``R[p_i] += w_i delta_i``, ``R[q_i] -=
     w_i delta_i``; two row reads of E and two read-modify-writes of R per pair. The same
     additions in the same order as :func:`_index_weight_rows` then :func:`_index_scatter_sides`
@@ -161,18 +160,23 @@ def _index_weights_scatter(E, first, second, s, b, R, out):  # pragma: no cover 
 @njit(cache=True, nogil=True)
 def _index_scatter_sides(E, first, second, out, R, order, lo, hi):  # pragma: no cover
     """``R[p_i] += w_i delta_i`` (side 2i) and ``R[q_i] -= w_i delta_i`` (side 2i + 1) for the
-    sides ``order[lo:hi]``, in that order; ``delta_i = (E[p_i] - E[q_i])[d:]``."""
+    sides ``order[lo:hi]``, in that order; ``delta_i = (E[p_i] - E[q_i])[d:]``. The weighted
+    row goes through a float64 buffer (the same values: the in-place form did not vectorise
+    with R and E possibly overlapping)."""
     d = R.shape[1]
+    g = np.empty(d)
     for t in range(lo, hi):
         e = order[t]
         i = e // 2
         p, q, w = first[i], second[i], out[i, 1]
+        for j in range(d):
+            g[j] = w * (np.float64(E[p, d + j]) - np.float64(E[q, d + j]))
         if e % 2 == 0:
             for j in range(d):
-                R[p, j] += w * (np.float64(E[p, d + j]) - np.float64(E[q, d + j]))
+                R[p, j] += g[j]
         else:
             for j in range(d):
-                R[q, j] -= w * (np.float64(E[p, d + j]) - np.float64(E[q, d + j]))
+                R[q, j] -= g[j]
 
 
 @njit(cache=True)
@@ -411,7 +415,7 @@ def _index_pair_block(E, index, s, R, b):
     """
     first, second = np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
     out = np.empty((first.shape[0], 2))  # (m, 2): J_i, w_i
-    if get_threads() < _index.PARALLEL_MIN_THREADS:  # cache-friendlier on few cores, same bits
+    if get_threads() == 1:  # one pass, the rows of E read once a pair; the same bits
         _index_weights_scatter(E, first, second, s, b, R, out)
         return _ordered_sums2(out)
     run_rows(_index_weight_rows, first.shape[0], E.shape[1], E, first, second, s, b, out)

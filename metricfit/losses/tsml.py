@@ -52,7 +52,7 @@ from ._linear import (
     cosine_scores,
 )
 from ._linear import embedding_cost_grad as _embedding_cost_grad
-from ._rows import PairKernel, ordered_sum, row_sumsq, run_rows
+from ._rows import IndexRows, PairKernel, ordered_sum, row_sumsq, run_rows
 from ._spec import LinearPath, PairLoss
 from .penalty import add_penalty
 
@@ -101,8 +101,57 @@ def _normalise_rows(C, out, lo, hi):  # pragma: no cover (compiled)
             C[i, j] *= inv
 
 
-# kernel(P1, P2, s) -> sum_i J_i on every core, summed in pair order (metricfit.losses._rows)
-_embedding_grad_inplace = PairKernel(_grad_rows)
+@njit(cache=True, nogil=True)
+def _index_pair_rows(E, first, second, s, out, W, lo, hi):  # pragma: no cover (compiled)
+    """Index pairs lo..hi-1, ``a_i = E[first[i]]``, ``b_i = E[second[i]]`` read in place:
+    ``out[i] = J_i`` and ``W[i, 0] = 1/|c_i|`` (0 where c_i = 0), the sums of
+    :func:`_grad_rows` in its order (same bits)."""
+    k = E.shape[1]
+    for i in range(lo, hi):
+        p, q, si = first[i], second[i], s[i]
+        aa = 0.0
+        bb = 0.0
+        cc = 0.0
+        for j in range(k):
+            a = E[p, j]
+            b = E[q, j]
+            c = a + si * b
+            aa += a * a
+            bb += b * b
+            cc += c * c
+        norm_c = np.sqrt(cc)
+        out[i] = 0.5 * aa + 0.5 * bb - norm_c + 1.0
+        W[i, 0] = 1.0 / norm_c if norm_c > 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def _index_side_rows(E, first, second, s, W, R, order, lo, hi):  # pragma: no cover (compiled)
+    """``R[p_i] += a_i - c_i/|c_i|`` (side 2i) and ``R[q_i] += b_i - s_i c_i/|c_i|`` (side 2i
+    + 1) for the sides ``order[lo:hi]`` in that order: :func:`_grad_rows`'s expressions,
+    rounded to R's dtype as its in-place rows were (same bits)."""
+    g = np.empty_like(R[0])
+    for t in range(lo, hi):
+        e = order[t]
+        i = e // 2
+        p, q, si, inv = first[i], second[i], s[i], W[i, 0]
+        if e % 2 == 0:
+            for j in range(g.shape[0]):
+                a = E[p, j]
+                g[j] = a - (a + si * E[q, j]) * inv
+            for j in range(g.shape[0]):
+                R[p, j] += g[j]
+        else:
+            for j in range(g.shape[0]):
+                b = E[q, j]
+                g[j] = b - si * ((E[p, j] + si * b) * inv)
+            for j in range(g.shape[0]):
+                R[q, j] += g[j]
+
+
+# kernel(P1, P2, s) -> sum_i J_i on every core, summed in pair order (metricfit.losses._rows);
+# over index pairs, the two passes of metricfit.losses._index (one scalar a pair: 1/|c_i|)
+_embedding_grad_inplace = PairKernel(_grad_rows, index=IndexRows(_index_pair_rows,
+                                                                  _index_side_rows, 1))
 
 
 def _normalise_rows_inplace(C):

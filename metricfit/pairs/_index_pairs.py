@@ -59,30 +59,27 @@ def scatter_add_rows(R, rows, D, weight):  # pragma: no cover (compiled)
             R[r, j] += weight * D[i, j]
 
 
-POINT_BUCKETS = 32  # fixed ranges of points that the parallel scatter-add writes, one a task
-
-
 @njit(cache=True, nogil=True)
-def _bucket_sides(first, second, size, n_buckets):  # pragma: no cover (compiled)
-    """A counting sort of the 2m sides (2i: point first[i], 2i + 1: point second[i]) by the
-    range of ``size`` points their point falls in, each range's sides kept in (pair, side)
-    order; returns (starts (n_buckets + 1,), order (2m,))."""
+def _sides_by_point(first, second, n_points):  # pragma: no cover (compiled)
+    """A counting sort of the 2m sides (2i: point first[i], 2i + 1: point second[i]) by their
+    point, each point's sides kept in (pair, side) order; returns (starts (n_points + 1,),
+    order (2m,)): the sides of point r are ``order[starts[r]:starts[r + 1]]``."""
     m = first.shape[0]
-    starts = np.zeros(n_buckets + 1, dtype=np.int64)
+    starts = np.zeros(n_points + 1, dtype=np.int64)
     for i in range(m):
-        starts[first[i] // size + 1] += 1
-        starts[second[i] // size + 1] += 1
-    for b in range(n_buckets):
-        starts[b + 1] += starts[b]
+        starts[first[i] + 1] += 1
+        starts[second[i] + 1] += 1
+    for r in range(n_points):
+        starts[r + 1] += starts[r]
     fill = starts[:-1].copy()
     order = np.empty(2 * m, dtype=np.int64)
     for i in range(m):
-        b = first[i] // size
-        order[fill[b]] = 2 * i
-        fill[b] += 1
-        b = second[i] // size
-        order[fill[b]] = 2 * i + 1
-        fill[b] += 1
+        r = first[i]
+        order[fill[r]] = 2 * i
+        fill[r] += 1
+        r = second[i]
+        order[fill[r]] = 2 * i + 1
+        fill[r] += 1
     return starts, order
 
 
@@ -110,21 +107,21 @@ def scatter_by_points(kernel, first, second, n_points, *args):
     that does not depend on the thread count.
 
     On one thread: one call over the sides in (pair, side) order. Else the sides are sorted
-    (stably) into :data:`POINT_BUCKETS` fixed ranges of points and each range is one task:
-    no two tasks write the same row, and each row still receives its additions in (pair,
-    side) order, so the sums are the same bit for bit as on one thread. Consecutive ranges
-    make one task (one a thread). The caller holds BLAS back if GEMMs could run meanwhile.
+    (stably) by their point, and the points are cut into one range a thread holding about
+    as many sides each; a task adds the sides of its range, point after point. No two tasks
+    write the same row, and each row still receives its additions in (pair, side) order, so
+    the sums are the same bit for bit as on one thread (where the cut falls does not
+    matter). Point after point, a row of R stays in cache while its sides are added. The
+    caller holds BLAS back if GEMMs could run meanwhile.
     """
-    n_threads = get_threads()
-    if n_threads <= 1 or first.shape[0] < 64:
-        kernel(*args, np.arange(2 * first.shape[0]), 0, 2 * first.shape[0])
+    m, n_threads = first.shape[0], get_threads()
+    if n_threads <= 1 or m < 64:
+        kernel(*args, np.arange(2 * m), 0, 2 * m)
         return
-    size = -(-int(n_points) // POINT_BUCKETS)
-    n_buckets = -(-int(n_points) // size)
-    starts, order = _bucket_sides(first, second, size, n_buckets)
-    per_task = -(-n_buckets // min(n_threads, n_buckets))  # consecutive ranges a task
-    map_blocks(lambda b: kernel(*args, order, starts[b.start], starts[b.stop]), n_buckets,
-               per_task)
+    starts, order = _sides_by_point(first, second, int(n_points))
+    points = np.searchsorted(starts, np.arange(1, n_threads) * (2 * m / n_threads))
+    cuts = np.concatenate([[0], starts[points], [2 * m]])  # side ranges, at point boundaries
+    map_blocks(lambda b: kernel(*args, order, cuts[b.start], cuts[b.stop]), n_threads, 1)
 
 
 def scatter_pair_rows(R, first, second, G1, G2):
