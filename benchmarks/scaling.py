@@ -7,6 +7,8 @@ subprocess each workload is timed as the median of ``--repeats`` calls after one
 a workload with a bound (the GEMMs it cannot do without) times the bound in the same rounds,
 alternating with it, and reports the median of the per-round ratios. The table gives the
 median time, the speed-up over the same workload on 1 thread, and the ratio to the bound.
+The worker gets ``OPENBLAS_THREAD_TIMEOUT=16`` (metricfit's default, :mod:`metricfit._blas_env`)
+unless the caller's environment sets it: ``OPENBLAS_THREAD_TIMEOUT=28`` gives OpenBLAS's own.
 
 Workloads (``--only NAME ...`` selects; ``--list`` prints them):
 
@@ -46,6 +48,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
                "METRICFIT_NUM_THREADS")
+# OpenBLAS's idle spin (metricfit._blas_env): read when OpenBLAS loads, so set for the worker
+SPIN_VAR, SPIN_DEFAULT = "OPENBLAS_THREAD_TIMEOUT", "16"
 LINEAR = ("tsml", "csml", "ddml", "ldml")
 DTYPES = ("float64", "float32")
 
@@ -91,7 +95,8 @@ def _linear(loss, dtype):
 
 def _kernel(loss, dtype, n=4800, d=300, k=300):
     """The fused kernel section alone, on the embeddings of the benchmark's data (restored
-    before each call, untimed)."""
+    before each call, untimed), each call right after a GEMM (untimed) as in the objectives,
+    where the kernel section follows ``U A^T``: BLAS's idle workers may still be polling."""
 
     def run(repeats):
         from metricfit.losses import csml, ddml, ldml, tsml
@@ -125,9 +130,12 @@ def _kernel(loss, dtype, n=4800, d=300, k=300):
             def call():
                 csml._embedding_grad_inplace(work[0], work[1], s)
 
+        product = np.empty((n, k), dtype=dtype)
+
         def setup():
             for w, v in zip(work, source, strict=True):
                 np.copyto(w, v)
+            np.matmul(X1, A.T, out=product)  # the GEMM the kernel section follows
 
         return _timed(call, repeats, setup=setup)
     return run
@@ -145,6 +153,13 @@ def _kernel_index(loss="tsml", dtype="float64", n_points=2000, n_pairs=8192, k=3
         width = 2 * k if loss == "ldml" else k
         E = (rng.standard_normal((n_points, width)) * (0.05 if loss == "ldml" else 1.0)
              ).astype(dtype)
+        points, A = (rng.standard_normal(shape).astype(dtype) for shape in ((n_points, k),
+                                                                             (width, k)))
+        product = np.empty((n_points, width), dtype=dtype)
+
+        def setup():  # pass 1's GEMM (untimed) right before pass 2, as in the objective
+            R.fill(0)
+            np.matmul(points, A.T, out=product)
         index = rng.integers(0, n_points, size=(n_pairs, 2))
         s = np.where(rng.random(n_pairs) < 0.5, 1.0, -1.0).astype(dtype)
         R = np.zeros((n_points, k), dtype=dtype)
@@ -157,7 +172,7 @@ def _kernel_index(loss="tsml", dtype="float64", n_points=2000, n_pairs=8192, k=3
 
             def call():
                 _index.linear_pair_block(E, index, s, R, kernel)
-        return _timed(call, repeats, setup=lambda: R.fill(0))
+        return _timed(call, repeats, setup=setup)
     return run
 
 
@@ -289,7 +304,7 @@ def environment():
             "pools": [{k: pool.get(k) for k in ("user_api", "internal_api", "version",
                                                  "architecture", "num_threads")}
                       for pool in threadpool_info()],
-            "vars": {v: os.environ.get(v) for v in THREAD_VARS}}
+            "vars": {v: os.environ.get(v) for v in (*THREAD_VARS, SPIN_VAR)}}
 
 
 def worker(names, repeats):
@@ -309,6 +324,9 @@ def run_count(threads, names, repeats, timeout, extra=()):
     """``(environment, {name: row})`` of one subprocess at ``threads`` threads; workloads it
     did not reach (timeout, crash) get an ``error`` row."""
     env = dict(os.environ, **{var: str(threads) for var in THREAD_VARS})
+    # the worker imports numpy before metricfit: give it metricfit's idle-spin default, as
+    # the metricfit command has it (the caller's own value, e.g. 28 for OpenBLAS's, wins)
+    env.setdefault(SPIN_VAR, SPIN_DEFAULT)
     # the caller's PYTHONPATH first (e.g. another metricfit to compare), then this checkout
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(HERE.parent)]))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", *extra, "--repeats",
@@ -352,7 +370,8 @@ def print_table(rows, environments):
                           f"{p.get('architecture') or ''} x{p['num_threads']}"
                           for p in env.get("pools", []))
         print(f"threads {n}: metricfit {env.get('metricfit_threads')}, numba "
-              f"{env.get('numba_threads')}; {pools or 'no threadpool info'}")
+              f"{env.get('numba_threads')}; {pools or 'no threadpool info'}; "
+              f"{SPIN_VAR}={env.get('vars', {}).get(SPIN_VAR)}")
     print(f"{'workload':<24} {'threads':>7} {'ms':>10} {'speed-up':>9} {'x bound':>8} "
           f"{'wall s':>7}")
     for r in rows:

@@ -7,6 +7,9 @@ compatible.
 Kernels are compiled by numba on first use, never at import.
 """
 
+from . import _blas_env  # noqa: F401  (first: OpenBLAS's idle spin, before numpy loads it)
+
+# isort: split
 from . import backend, metrics, pairs  # noqa: E402
 from ._array_api import array_api_dispatch  # noqa: E402
 from ._version import __version__  # noqa: E402

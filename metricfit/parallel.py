@@ -14,6 +14,12 @@ The thread count is, in this order: the innermost :func:`threads` block; the val
 :func:`threads` block (threadpoolctl), and :func:`blas_threads` narrows BLAS for the sections in
 which kernel threads and BLAS would run at once.
 
+BLAS's idle workers: OpenBLAS's threads poll for about 0.1 s after each product unless
+``OPENBLAS_THREAD_TIMEOUT`` was set when it loaded, and a polling worker keeps its core from
+the kernel threads that run between two products. metricfit sets it (to 16: some 25
+microseconds) when it is imported before numpy; :func:`blas_idle_spin` says whether that
+happened (:mod:`metricfit._blas_env`).
+
 Examples
 --------
 >>> import metricfit
@@ -30,7 +36,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
 
+from ._blas_env import idle_spin as blas_idle_spin
+
 __all__ = ["threads", "set_threads", "get_threads", "n_jobs_threads", "blas_threads",
+           "blas_idle_spin",
            "map_blocks", "blocks"]
 
 _CONTEXT = contextvars.ContextVar("metricfit_threads", default=None)

@@ -85,3 +85,30 @@ def test_nested_map_blocks_runs_serially_inside_a_pool():
 
     with metricfit.threads(2):
         assert parallel.map_blocks(inner, 4, 1) == [[2, 2, 1]] * 4
+
+
+def _spin_in_fresh_process(code, **env_changes):
+    """(OPENBLAS_THREAD_TIMEOUT as the process ends, metricfit's account of it) of a fresh
+    Python running ``code``."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    env.update(env_changes)
+    script = (code + "\nimport os, metricfit.parallel as p\n"
+              "print(os.environ.get('OPENBLAS_THREAD_TIMEOUT')); print(p.blas_idle_spin())")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, check=True, timeout=120).stdout.splitlines()
+    return out[-2], out[-1]
+
+
+def test_openblas_idle_spin_is_set_before_numpy_loads_it():
+    """Imported first, metricfit sets OpenBLAS's idle spin (read once, when OpenBLAS loads);
+    after numpy it says it could not; a user's own value is kept."""
+    value, said = _spin_in_fresh_process("import metricfit")
+    assert value == "16" and "metricfit's default" in said
+    value, said = _spin_in_fresh_process("import numpy\nimport metricfit")
+    assert value == "16" and "unset when OpenBLAS loaded" in said  # children get it
+    value, said = _spin_in_fresh_process("import metricfit", OPENBLAS_THREAD_TIMEOUT="20")
+    assert value == "20" and said == "OPENBLAS_THREAD_TIMEOUT=20 (set by the user)"

@@ -32,6 +32,7 @@ PUBLIC_NAMES = frozenset({
     "metricfit.array_api_dispatch",
     # issue 27: one thread setting for the package
     "metricfit.get_threads",
+    "metricfit.parallel.blas_idle_spin",
     "metricfit.parallel.blas_threads",
     "metricfit.parallel.blocks",
     "metricfit.parallel.get_threads",

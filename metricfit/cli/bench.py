@@ -89,12 +89,12 @@ def scaling(args):
     count (or ``--threads``): median ms, speed-up over 1 thread, ratio to the two-GEMM bound
     (TSML, DDML: on the (n, d) pairs; CSML: on the stacked (2n, d) pairs; LDML: its two
     (n x d x d) GEMMs). One process: for a fresh process per count, benchmarks/scaling.py."""
-    from ..parallel import threads
+    from ..parallel import blas_idle_spin, threads
 
     counts = thread_counts(args.threads or os.cpu_count() or 1)
     X1, X2, s, A = _data(args)
     print(f"scaling of one cost-and-gradient call, n = {args.n}, d = {args.d}, k = {args.k} "
-          f"(LDML: d x d); median of {args.repeats}; threads {counts}")
+          f"(LDML: d x d); median of {args.repeats}; threads {counts}; {blas_idle_spin()}")
     print(f"{'objective':<9} {'dtype':<8} {'threads':>7} {'ms':>9} {'speed-up':>9} "
           f"{'x bound':>8}")
     for dtype in ("float64", "float32"):

@@ -23,11 +23,14 @@ and the package's one thread setting.
 
 Oversubscription: the kernel sections run between the GEMMs, never beside them, on the same
 number of threads as BLAS (:func:`metricfit.threads` sets both). The pool's idle threads block
-on a queue (they do not spin); OpenBLAS's idle workers poll for ~0.1 s after a GEMM but call
-``sched_yield`` on x86-64 while they do, so a runnable kernel thread takes their core. Holding
-BLAS to one thread during a kernel section would not help: ``openblas_set_num_threads`` only
-changes the count of the next call, not the polling workers (and, called from concurrent
-callers such as Dask's threads, it races and can leave BLAS at the wrong count).
+on a queue (they do not spin). OpenBLAS's idle workers poll for ~0.1 s after a GEMM unless
+``OPENBLAS_THREAD_TIMEOUT`` was set when OpenBLAS loaded, and although they call
+``sched_yield`` while they poll, a polling worker keeps its core: on 2 threads right after a
+GEMM, DDML's kernel section ran no faster than on one (:mod:`metricfit._blas_env`, which sets
+the variable when metricfit is imported before numpy). Holding BLAS to one thread during a
+kernel section does not help (measured): ``openblas_set_num_threads`` only changes the count of
+the next call, not the polling workers (and, called from concurrent callers such as Dask's
+threads, it races and can leave BLAS at the wrong count).
 
 Subnormal numbers
 -----------------
@@ -125,6 +128,26 @@ class IndexRows(NamedTuple):
     second[i]), in that order, ``R[point] += dJ_i/da_i`` (or ``dJ_i/db_i``), the rows kernel's
     expression rounded to R's dtype. Together they give the rows kernel's gathered, in-place,
     scattered result bit for bit.
+
+    Examples
+    --------
+    TSML's kernel keeps one scalar a pair, ``1/|c_i|``; its two passes over three index pairs
+    give what its rows kernel gives on the gathered rows, to the bit:
+
+    >>> import numpy as np
+    >>> from metricfit.losses import _index, tsml
+    >>> from metricfit.losses._rows import PairKernel
+    >>> kernel = tsml._embedding_grad_inplace
+    >>> kernel.index.width
+    1
+    >>> E = np.arange(12.0).reshape(4, 3)
+    >>> index, s = np.array([[0, 1], [2, 2], [3, 0]]), np.array([1.0, -1.0, 1.0])
+    >>> R, R_gathered = np.zeros((4, 3)), np.zeros((4, 3))
+    >>> J = _index.linear_pair_block(E, index, s, R, kernel)
+    >>> J_gathered = _index.linear_pair_block(E, index, s, R_gathered,
+    ...                                       PairKernel(kernel.rows))
+    >>> J == J_gathered and R.tobytes() == R_gathered.tobytes()
+    True
     """
 
     pair_rows: Callable

@@ -136,9 +136,8 @@ def _index_weight_rows(E, first, second, s, b, out, lo, hi):  # pragma: no cover
 
 @njit(cache=True, nogil=True)
 def _index_weights_scatter(E, first, second, s, b, R, out):  # pragma: no cover (compiled)
-    """The serial pass 2 (one thread): for each pair in
-    order, the distance, ``out[i] = (J_i, w_i)`` and ``R[p_i] += w_i delta_i``, ``R[q_i] -=
-    w_i delta_i``; two row reads of E and two read-modify-writes of R per pair. The same
+    """Pass 2 on one thread: for each pair in order, the distance, ``out[i] = (J_i, w_i)``,
+    ``R[p_i] += w_i delta_i`` and ``R[q_i] -= w_i delta_i``; two row reads of E. The same
     additions in the same order as :func:`_index_weight_rows` then :func:`_index_scatter_sides`
     (same bits)."""
     m, d = first.shape[0], R.shape[1]
@@ -160,11 +159,9 @@ def _index_weights_scatter(E, first, second, s, b, R, out):  # pragma: no cover 
 @njit(cache=True, nogil=True)
 def _index_scatter_sides(E, first, second, out, R, order, lo, hi):  # pragma: no cover
     """``R[p_i] += w_i delta_i`` (side 2i) and ``R[q_i] -= w_i delta_i`` (side 2i + 1) for the
-    sides ``order[lo:hi]``, in that order; ``delta_i = (E[p_i] - E[q_i])[d:]``. The weighted
-    row goes through a float64 buffer (the same values: the in-place form did not vectorise
-    with R and E possibly overlapping)."""
-    d = R.shape[1]
-    g = np.empty(d)
+    sides ``order[lo:hi]``, in that order; ``delta_i = (E[p_i] - E[q_i])[d:]`` (through a
+    float64 buffer, the same values: the in-place form did not vectorise)."""
+    d, g = R.shape[1], np.empty(R.shape[1])
     for t in range(lo, hi):
         e = order[t]
         i = e // 2
