@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The one prepared run on a lent 16-core machine (issue 27): the thread-scaling table of the
-# linear objectives, the convnet and the descriptors at 1, 2, 4 and 16 threads, and torch CPU's
-# convnet at the same thread counts. Each step has its own time limit and its log under $OUT
+# linear objectives, their kernel sections (after a GEMM, as in the objectives), the index-pair
+# passes, the convnet, the descriptors, NCA and PLDA at 1, 2, 4 and 16 threads; the objectives,
+# kernels and NCA again at 16 threads with OpenBLAS's own idle spin (OPENBLAS_THREAD_TIMEOUT=28
+# against metricfit's 16); and torch CPU's convnet at the same thread counts. Each step has its own time limit and its log under $OUT
 # (default ./device_out); a failing step does not stop the others. The GPU benchmark
 # (bench_gpu.py) and PLDA / NCA scaling were run on the same kind of machine by their own
 # commands (docs/results/timing.md).
@@ -23,10 +25,23 @@ step() {  # step NAME SECONDS COMMAND...
     python3 -c "import numpy, scipy, sklearn, numba; print('numpy', numpy.__version__, 'scipy', scipy.__version__, 'sklearn', sklearn.__version__, 'numba', numba.__version__)"
     python3 -c "import torch; print('torch', torch.__version__)"
 } >"$OUT/machine.log" 2>&1
-step scaling "${SCALING_LIMIT:-200}" python3 benchmarks/scaling.py --threads 1 2 4 16 \
-    --only tsml_float64 tsml_float32 csml_float64 csml_float32 ddml_float64 ddml_float32 \
-    ldml_float64 ldml_float32 kernel_index_tsml convnet_step convnet_inference descriptors \
-    --repeats 5 --timeout 110 --json "$OUT/scaling.json" --markdown "$OUT/scaling.md"
+LINEAR="tsml_float64 tsml_float32 csml_float64 csml_float32 ddml_float64 ddml_float32
+    ldml_float64 ldml_float32"
+KERNELS="kernel_tsml_float64 kernel_tsml_float32 kernel_csml_float64 kernel_csml_float32
+    kernel_ddml_float64 kernel_ddml_float32 kernel_ldml_float64 kernel_ldml_float32
+    kernel_index_tsml_float64 kernel_index_tsml_float32 kernel_index_csml_float64
+    kernel_index_csml_float32 kernel_index_ddml_float64 kernel_index_ddml_float32
+    kernel_index_ldml_float64 kernel_index_ldml_float32"
+# metricfit's default idle spin for OpenBLAS (OPENBLAS_THREAD_TIMEOUT=16, scaling.py's default)
+# shellcheck disable=SC2086
+step scaling "${SCALING_LIMIT:-300}" python3 benchmarks/scaling.py --threads 1 2 4 16 \
+    --only $LINEAR $KERNELS convnet_step convnet_inference descriptors nca_iteration plda_em \
+    --repeats 5 --timeout 150 --json "$OUT/scaling.json" --markdown "$OUT/scaling.md"
+# the same at 16 threads with OpenBLAS's own spin (2^28 cycles): what the variable is worth
+# shellcheck disable=SC2086
+OPENBLAS_THREAD_TIMEOUT=28 step spin28 "${SPIN_LIMIT:-90}" python3 benchmarks/scaling.py \
+    --threads 16 --only $LINEAR $KERNELS nca_iteration --repeats 5 --timeout 80 \
+    --json "$OUT/spin28.json" --markdown "$OUT/spin28.md"
 step torch "${TORCH_LIMIT:-50}" python3 -c "
 import sys; sys.path.insert(0, 'benchmarks')
 import bench_cnn
@@ -34,4 +49,4 @@ for t in (1, 2, 4, 16):
     r = bench_cnn.torch_seconds(t, 10)
     print(f'torch CPU convnet, {t:2d} threads: train {1e3 * r[\"train\"]:.1f} ms, inference {1e3 * r[\"infer\"]:.1f} ms', flush=True)
 "
-cat "$OUT/machine.log" "$OUT/scaling.md" "$OUT/torch.log" 2>/dev/null
+cat "$OUT/machine.log" "$OUT/scaling.md" "$OUT/spin28.md" "$OUT/torch.log" 2>/dev/null

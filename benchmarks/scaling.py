@@ -151,18 +151,17 @@ def _kernel_index(loss="tsml", dtype="float64", n_points=2000, n_pairs=8192, k=3
 
         rng = np.random.default_rng(0)
         width = 2 * k if loss == "ldml" else k
-        E = (rng.standard_normal((n_points, width)) * (0.05 if loss == "ldml" else 1.0)
+        points = rng.standard_normal((n_points, k)).astype(dtype)
+        A = (rng.standard_normal((width, k)) * ((0.05 if loss == "ldml" else 1.0) / k ** 0.5)
              ).astype(dtype)
-        points, A = (rng.standard_normal(shape).astype(dtype) for shape in ((n_points, k),
-                                                                             (width, k)))
-        product = np.empty((n_points, width), dtype=dtype)
-
-        def setup():  # pass 1's GEMM (untimed) right before pass 2, as in the objective
-            R.fill(0)
-            np.matmul(points, A.T, out=product)
+        E = np.empty((n_points, width), dtype=dtype)  # entries ~ N(0, 1) (LDML: 0.05^2)
         index = rng.integers(0, n_points, size=(n_pairs, 2))
         s = np.where(rng.random(n_pairs) < 0.5, 1.0, -1.0).astype(dtype)
         R = np.zeros((n_points, k), dtype=dtype)
+
+        def setup():  # pass 1's GEMM (untimed) right before pass 2, as in the objective
+            R.fill(0)
+            np.matmul(points, A.T, out=E)
         if loss == "ldml":
             def call():
                 ldml._index_pair_block(E, index, s, R, 2.0 * k * 0.005)

@@ -167,6 +167,14 @@ def map_blocks(fn, n_items, block):
     n = min(get_threads(), len(units))
     if n <= 1 or _in_pool():
         return [fn(rows) for rows in units]
+    if n == len(units):  # a unit a thread: the caller takes the first (one hand-off fewer)
+        rest = [_pool(n - 1).submit(_marked(fn), rows) for rows in units[1:]]
+        token = _IN_POOL.set(True)
+        try:
+            first = fn(units[0])
+        finally:
+            _IN_POOL.reset(token)
+        return [first, *(future.result() for future in rest)]
     return list(_pool(n).map(_marked(fn), units))
 
 

@@ -87,6 +87,30 @@ def test_nested_map_blocks_runs_serially_inside_a_pool():
         assert parallel.map_blocks(inner, 4, 1) == [[2, 2, 1]] * 4
 
 
+def test_a_unit_a_thread_runs_the_first_on_the_caller():
+    """With as many units as threads the caller runs the first one (one hand-off fewer), in
+    order, nested calls in it serial, and an error in any unit reaches the caller."""
+    callers = []
+
+    def work(rows):
+        callers.append((rows.start, threading.get_ident()))
+        return parallel.map_blocks(lambda r: r.stop - r.start, 5, 2)  # nested: serial
+
+    with metricfit.threads(3):
+        assert parallel.map_blocks(work, 3, 1) == [[2, 2, 1]] * 3
+        ran_on = dict(callers)
+        assert ran_on[0] == threading.get_ident()
+        assert ran_on[1] != ran_on[0] and ran_on[2] != ran_on[0]  # on the pool's threads
+
+        def fails(rows):
+            if rows.start == 2:
+                raise RuntimeError("unit 2")
+            return rows.start
+
+        with pytest.raises(RuntimeError, match="unit 2"):
+            parallel.map_blocks(fails, 3, 1)
+
+
 def _spin_in_fresh_process(code, **env_changes):
     """(OPENBLAS_THREAD_TIMEOUT as the process ends, metricfit's account of it) of a fresh
     Python running ``code``."""
