@@ -42,6 +42,7 @@ step scaling "${SCALING_LIMIT:-300}" python3 benchmarks/scaling.py --threads 1 2
 OPENBLAS_THREAD_TIMEOUT=28 step spin28 "${SPIN_LIMIT:-90}" python3 benchmarks/scaling.py \
     --threads 16 --only $LINEAR $KERNELS nca_iteration --repeats 5 --timeout 80 \
     --json "$OUT/spin28.json" --markdown "$OUT/spin28.md"
+step blas_spin "${SPIN_KERNEL_LIMIT:-60}" python3 benchmarks/blas_spin.py --threads 1 4 16
 step torch "${TORCH_LIMIT:-50}" python3 -c "
 import sys; sys.path.insert(0, 'benchmarks')
 import bench_cnn
@@ -49,4 +50,5 @@ for t in (1, 2, 4, 16):
     r = bench_cnn.torch_seconds(t, 10)
     print(f'torch CPU convnet, {t:2d} threads: train {1e3 * r[\"train\"]:.1f} ms, inference {1e3 * r[\"infer\"]:.1f} ms', flush=True)
 "
-cat "$OUT/machine.log" "$OUT/scaling.md" "$OUT/spin28.md" "$OUT/torch.log" 2>/dev/null
+cat "$OUT/machine.log" "$OUT/scaling.md" "$OUT/spin28.md" "$OUT/blas_spin.log" \
+    "$OUT/torch.log" 2>/dev/null

@@ -6,10 +6,11 @@ wheels) poll for the next one for ``2^OPENBLAS_THREAD_TIMEOUT`` CPU cycles befor
 ``2^28``, about 0.1 s, unless the variable is set. A polling worker calls ``sched_yield`` but
 keeps its core in practice, and metricfit's numba kernels run right after a product (the
 linear losses' fused kernels between their two GEMMs, NCA's between its products): on the
-project's 2-core machine, DDML's fused kernel on 48,000 pairs took 8.4 ms on 2 threads right
-after a GEMM with the default spin, 4.6 ms with ``OPENBLAS_THREAD_TIMEOUT=16`` (7.9 ms on one
-thread); one NCA iteration on digits 40.6 against 26.7 ms (``benchmarks/scaling.py``,
-docs/results/timing.md). On 16 cores fifteen polling workers sit beside sixteen kernel threads.
+project's 2-core machine, DDML's fused kernel on 48,000 pairs took 7.9-8.9 ms on 2 threads
+right after a GEMM with the default spin, 4.3-4.5 ms with ``OPENBLAS_THREAD_TIMEOUT=16``
+(7.7-8.2 ms on one thread; ``benchmarks/blas_spin.py``); one NCA iteration on digits 39.1
+against 24.6 ms (42 ms on one thread; ``benchmarks/scaling.py``, docs/results/timing.md). On 16
+cores fifteen polling workers sit beside sixteen kernel threads.
 
 OpenBLAS reads the variable once, when it loads (``openblas_thread_timeout``; clamped to 4..30):
 no call changes it later (``openblas_set_num_threads`` does not put polling workers to sleep).
