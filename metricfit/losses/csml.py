@@ -47,27 +47,36 @@ __all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "
            "DEFAULTS"]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _norms_and_cosine(a, b):  # pragma: no cover (compiled)
+    """``(|a|, |b|, cos(a, b))`` of one pair's rows (cos 0 where a or b is 0): the sums in
+    float64, one accumulator each, entry after entry."""
+    aa = 0.0
+    bb = 0.0
+    ab = 0.0
+    for j in range(a.shape[0]):
+        x = a[j]
+        y = b[j]
+        aa += x * x
+        bb += y * y
+        ab += x * y
+    na = np.sqrt(aa)
+    nb = np.sqrt(bb)
+    if na > 0.0 and nb > 0.0:
+        return na, nb, min(max((ab / na) / nb, -1.0), 1.0)
+    return na, nb, 0.0
+
+
 @njit(cache=True, nogil=True)
 def _grad_rows(P1, P2, s, out, lo, hi):  # pragma: no cover (compiled)
     """Rows lo..hi-1: a_i, b_i -> dJ_i/da_i, dJ_i/db_i of J_i = -s_i cos(a_i, b_i) in place,
     ``out[i] = J_i`` (float64)."""
     k = P1.shape[1]
     for i in range(lo, hi):
-        aa = 0.0
-        bb = 0.0
-        ab = 0.0
-        for j in range(k):
-            a = P1[i, j]
-            b = P2[i, j]
-            aa += a * a
-            bb += b * b
-            ab += a * b
-        na = np.sqrt(aa)
-        nb = np.sqrt(bb)
+        na, nb, cos = _norms_and_cosine(P1[i], P2[i])
         if na > 0.0 and nb > 0.0:
             # normalised form (s/|a|)(cos a/|a| - b/|b|): no |a||b| product to underflow
             si = s[i]
-            cos = min(max((ab / na) / nb, -1.0), 1.0)
             out[i] = -(si * cos)
             inv_a = 1.0 / na
             inv_b = 1.0 / nb
@@ -87,24 +96,11 @@ def _grad_rows(P1, P2, s, out, lo, hi):  # pragma: no cover (compiled)
 def _index_pair_rows(E, first, second, s, out, W, lo, hi):  # pragma: no cover (compiled)
     """Index pairs lo..hi-1, ``a_i = E[first[i]]``, ``b_i = E[second[i]]`` read in place:
     ``out[i] = J_i`` and ``W[i] = (s_i, cos_i, 1/|a_i|, 1/|b_i|)`` (all 0 where a_i or b_i
-    is 0: no gradient), the sums of :func:`_grad_rows` in its order (same bits)."""
-    k = E.shape[1]
+    is 0: no gradient), as :func:`_grad_rows` computes them (same bits)."""
     for i in range(lo, hi):
-        p, q = first[i], second[i]
-        aa = 0.0
-        bb = 0.0
-        ab = 0.0
-        for j in range(k):
-            a = E[p, j]
-            b = E[q, j]
-            aa += a * a
-            bb += b * b
-            ab += a * b
-        na = np.sqrt(aa)
-        nb = np.sqrt(bb)
+        na, nb, cos = _norms_and_cosine(E[first[i]], E[second[i]])
         if na > 0.0 and nb > 0.0:
             si = s[i]
-            cos = min(max((ab / na) / nb, -1.0), 1.0)
             out[i] = -(si * cos)
             W[i, 0], W[i, 1], W[i, 2], W[i, 3] = si, cos, 1.0 / na, 1.0 / nb
         else:

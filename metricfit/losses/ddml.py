@@ -98,20 +98,26 @@ def _delta_rows(P, s, T, tau, tiny, out, lo, hi):  # pragma: no cover (compiled)
             P[i, j] = g if abs(g) >= tiny else 0.0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _cost_and_weight(a, b, si, T, tau):  # pragma: no cover (compiled)
+    """``(J, s sigma(T z))`` of one pair from its rows a, b: ``|a - b|^2`` in float64, one
+    accumulator, entry after entry."""
+    dd = 0.0
+    for j in range(a.shape[0]):
+        d = np.float64(a[j]) - np.float64(b[j])
+        dd += d * d
+    si = np.float64(si)
+    sp, sig = _softplus_sigmoid(T * (1.0 - si * (tau - dd)))
+    return 0.5 * sp / T, si * sig
+
+
 @njit(cache=True, nogil=True)
 def _grad_rows(P1, P2, s, T, tau, out, lo, hi):  # pragma: no cover (compiled)
     """Rows lo..hi-1: a_i, b_i -> dJ_i/da_i = s_i sigma(T z_i)(a_i - b_i) = -dJ_i/db_i in
     place, ``out[i] = J_i``."""
     k = P1.shape[1]
     for i in range(lo, hi):
-        dd = 0.0
-        for j in range(k):
-            p = np.float64(P1[i, j]) - np.float64(P2[i, j])
-            dd += p * p
-        si = np.float64(s[i])
-        sp, sig = _softplus_sigmoid(T * (1.0 - si * (tau - dd)))
-        out[i] = 0.5 * sp / T
-        w = si * sig
+        out[i], w = _cost_and_weight(P1[i], P2[i], s[i], T, tau)
         for j in range(k):
             g = w * (np.float64(P1[i, j]) - np.float64(P2[i, j]))
             P1[i, j] = g
@@ -121,19 +127,10 @@ def _grad_rows(P1, P2, s, T, tau, out, lo, hi):  # pragma: no cover (compiled)
 @njit(cache=True, nogil=True)
 def _index_pair_rows(E, first, second, s, T, tau, out, W, lo, hi):  # pragma: no cover
     """Index pairs lo..hi-1, ``a_i = E[first[i]]``, ``b_i = E[second[i]]`` read in place:
-    ``out[i] = J_i`` and ``W[i, 0] = s_i sigma(T z_i)``, the sums of :func:`_grad_rows` in
-    its order (same bits)."""
-    k = E.shape[1]
+    ``out[i] = J_i`` and ``W[i, 0] = s_i sigma(T z_i)``, as :func:`_grad_rows` computes
+    them (same bits)."""
     for i in range(lo, hi):
-        p, q = first[i], second[i]
-        dd = 0.0
-        for j in range(k):
-            d = np.float64(E[p, j]) - np.float64(E[q, j])
-            dd += d * d
-        si = np.float64(s[i])
-        sp, sig = _softplus_sigmoid(T * (1.0 - si * (tau - dd)))
-        out[i] = 0.5 * sp / T
-        W[i, 0] = si * sig
+        out[i], W[i, 0] = _cost_and_weight(E[first[i]], E[second[i]], s[i], T, tau)
 
 
 @njit(cache=True, nogil=True)

@@ -60,6 +60,24 @@ __all__ = ["cost_grad", "objective", "index_objective", "embedding_cost_grad", "
            "DEFAULTS"]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _cost_and_inverse(a, b, si):  # pragma: no cover (compiled)
+    """``(J, 1/|c|)`` of one pair from its rows a, b (eq. 4, ``c = a + s b``; 1/|c| := 0 at c
+    = 0): the sums in float64, one accumulator each, entry after entry."""
+    aa = 0.0
+    bb = 0.0
+    cc = 0.0
+    for j in range(a.shape[0]):
+        x = a[j]
+        y = b[j]
+        c = x + si * y
+        aa += x * x
+        bb += y * y
+        cc += c * c
+    norm_c = np.sqrt(cc)
+    return 0.5 * aa + 0.5 * bb - norm_c + 1.0, (1.0 / norm_c if norm_c > 0.0 else 0.0)
+
+
 @njit(cache=True, nogil=True)
 def _grad_rows(P1, P2, s, out, lo, hi):  # pragma: no cover (compiled)
     """Rows lo..hi-1: a_i -> a_i - c_i/|c_i|, b_i -> b_i - s_i c_i/|c_i| in place and
@@ -67,19 +85,7 @@ def _grad_rows(P1, P2, s, out, lo, hi):  # pragma: no cover (compiled)
     k = P1.shape[1]
     for i in range(lo, hi):
         si = s[i]
-        aa = 0.0
-        bb = 0.0
-        cc = 0.0
-        for j in range(k):
-            a = P1[i, j]
-            b = P2[i, j]
-            c = a + si * b
-            aa += a * a
-            bb += b * b
-            cc += c * c
-        norm_c = np.sqrt(cc)
-        out[i] = 0.5 * aa + 0.5 * bb - norm_c + 1.0
-        inv = 1.0 / norm_c if norm_c > 0.0 else 0.0
+        out[i], inv = _cost_and_inverse(P1[i], P2[i], si)
         for j in range(k):
             a = P1[i, j]
             b = P2[i, j]
@@ -104,24 +110,10 @@ def _normalise_rows(C, out, lo, hi):  # pragma: no cover (compiled)
 @njit(cache=True, nogil=True)
 def _index_pair_rows(E, first, second, s, out, W, lo, hi):  # pragma: no cover (compiled)
     """Index pairs lo..hi-1, ``a_i = E[first[i]]``, ``b_i = E[second[i]]`` read in place:
-    ``out[i] = J_i`` and ``W[i, 0] = 1/|c_i|`` (0 where c_i = 0), the sums of
-    :func:`_grad_rows` in its order (same bits)."""
-    k = E.shape[1]
+    ``out[i] = J_i`` and ``W[i, 0] = 1/|c_i|``, as :func:`_grad_rows` computes them (same
+    bits)."""
     for i in range(lo, hi):
-        p, q, si = first[i], second[i], s[i]
-        aa = 0.0
-        bb = 0.0
-        cc = 0.0
-        for j in range(k):
-            a = E[p, j]
-            b = E[q, j]
-            c = a + si * b
-            aa += a * a
-            bb += b * b
-            cc += c * c
-        norm_c = np.sqrt(cc)
-        out[i] = 0.5 * aa + 0.5 * bb - norm_c + 1.0
-        W[i, 0] = 1.0 / norm_c if norm_c > 0.0 else 0.0
+        out[i], W[i, 0] = _cost_and_inverse(E[first[i]], E[second[i]], s[i])
 
 
 @njit(cache=True, nogil=True)
