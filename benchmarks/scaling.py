@@ -94,9 +94,9 @@ def _linear(loss, dtype):
 
 
 def _kernel(loss, dtype, n=4800, d=300, k=300):
-    """The fused kernel section alone, on the embeddings of the benchmark's data (restored
-    before each call, untimed), each call right after a GEMM (untimed) as in the objectives,
-    where the kernel section follows ``U A^T``: BLAS's idle workers may still be polling."""
+    """The fused kernel section alone, on the embeddings of the benchmark's data, each call
+    right after the GEMM(s) that make its input (untimed), as in the objective: its input is
+    the product just written, and BLAS's idle workers may still be polling."""
 
     def run(repeats):
         from metricfit.losses import csml, ddml, ldml, tsml
@@ -106,36 +106,31 @@ def _kernel(loss, dtype, n=4800, d=300, k=300):
         if loss == "ldml":
             D = X1 - X2
             M, b = ldml.unpack(bench.make_ldml_params(d, dtype, 0), d)
-            source = [D @ M]
-            work = [source[0].copy()]
+            inputs, factors = [D], M
 
             def call():
                 ldml._weights_inplace(work[0], D, s, float(b))
         elif loss == "ddml":
-            source = [(X1 - X2) @ A.T]
-            work = [source[0].copy()]
+            inputs, factors = [X1 - X2], A.T
 
             def call():
                 ddml._delta_grad_inplace(work[0], s, bench.DDML_T, bench.DDML_TAU)
         elif loss == "tsml":
-            source = [(X1 + s[:, None] * X2) @ A.T]
-            work = [source[0].copy()]
+            inputs, factors = [X1 + s[:, None] * X2], A.T
 
             def call():
                 tsml._normalise_rows_inplace(work[0])
         else:
-            source = [X1 @ A.T, X2 @ A.T]
-            work = [v.copy() for v in source]
+            inputs, factors = [X1, X2], A.T
 
             def call():
                 csml._embedding_grad_inplace(work[0], work[1], s)
 
-        product = np.empty((n, k), dtype=dtype)
+        work = [np.empty((x.shape[0], factors.shape[1]), dtype=dtype) for x in inputs]
 
-        def setup():
-            for w, v in zip(work, source, strict=True):
-                np.copyto(w, v)
-            np.matmul(X1, A.T, out=product)  # the GEMM the kernel section follows
+        def setup():  # the objective's GEMM(s), writing the kernel's input
+            for x, w in zip(inputs, work, strict=True):
+                np.matmul(x, factors, out=w)
 
         return _timed(call, repeats, setup=setup)
     return run
