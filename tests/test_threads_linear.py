@@ -137,17 +137,19 @@ def test_costs_are_summed_in_pair_order():
     assert _rows.grouped_sum(values, 64) == grouped
 
 
+@pytest.mark.parametrize("n_points", [50, 5000])  # fewer / more points than sides
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_the_scatter_by_point_ranges_equals_the_serial_scatter(dtype):
+def test_the_scatter_by_point_ranges_equals_the_serial_scatter(dtype, n_points):
     rng = np.random.default_rng(4)
-    index = rng.integers(0, 50, size=(301, 2))
+    index = rng.integers(0, n_points, size=(301, 2))
+    index[:40] = rng.integers(0, 7, size=(40, 2))  # points with many sides
     G1, G2 = (rng.standard_normal((301, 5)).astype(dtype) for _ in range(2))
-    expected = np.zeros((50, 5), dtype=dtype)
+    expected = np.zeros((n_points, 5), dtype=dtype)
     for i, (p, q) in enumerate(index):  # the plain-NumPy twin: one row at a time, in order
         expected[p] += G1[i]
         expected[q] += G2[i]
     for n in THREADS:
-        R = np.zeros((50, 5), dtype=dtype)
+        R = np.zeros((n_points, 5), dtype=dtype)
         with metricfit.threads(n):
             _index_pairs.scatter_pair_rows(R, index[:, 0].copy(), index[:, 1].copy(), G1, G2)
         assert np.array_equal(R, expected), n
@@ -273,18 +275,22 @@ def test_the_index_passes_equal_the_rows_kernel_on_gathered_rows(loss, dtype):
         assert J == J0 and R.tobytes() == R0.tobytes(), n
 
 
-def test_the_scatter_cuts_the_points_into_ranges_of_whole_points():
-    """On several threads each point's sides fall in one task (no row written twice)."""
+@pytest.mark.parametrize("n_points", [30, 5000])
+def test_the_scatter_cuts_the_points_into_ranges_of_whole_points(n_points):
+    """On several threads each point's sides fall in one task (no row written twice); the
+    sort costs O(sides): at most as many ranges as sides, one point a range when fewer."""
     rng = np.random.default_rng(7)
-    first, second = rng.integers(0, 30, 200), rng.integers(0, 30, 200)
-    starts, order = _index_pairs._sides_by_point(first, second, 30)
+    first, second = rng.integers(0, n_points, 200), rng.integers(0, n_points, 200)
+    size, n_ranges = _index_pairs.point_ranges(n_points, 400)
+    assert n_ranges <= 400 and (size == 1) == (n_points <= 400)
+    starts, order = _index_pairs._sides_by_range(first, second, size, n_ranges)
     points = np.where(order % 2 == 0, first[order // 2], second[order // 2])
-    assert np.array_equal(points, np.sort(points, kind="stable"))
-    for r in range(30):  # each point's sides in (pair, side) order
+    assert np.array_equal(points // size, np.sort(points // size, kind="stable"))
+    for r in range(n_ranges):  # each range's sides in (pair, side) order
         assert np.all(np.diff(order[starts[r]:starts[r + 1]]) > 0)
     seen = []
     with metricfit.threads(3):
         _index_pairs.scatter_by_points(lambda order, lo, hi: seen.append(
-            set(points[lo:hi].tolist())), first, second, 30)
+            set(points[lo:hi].tolist())), first, second, n_points)
     assert len(seen) == 3 and not (seen[0] & seen[1] or seen[1] & seen[2] or seen[0] & seen[2])
     assert set.union(*seen) == set(points.tolist())

@@ -60,27 +60,37 @@ def scatter_add_rows(R, rows, D, weight):  # pragma: no cover (compiled)
 
 
 @njit(cache=True, nogil=True)
-def _sides_by_point(first, second, n_points):  # pragma: no cover (compiled)
-    """A counting sort of the 2m sides (2i: point first[i], 2i + 1: point second[i]) by their
-    point, each point's sides kept in (pair, side) order; returns (starts (n_points + 1,),
-    order (2m,)): the sides of point r are ``order[starts[r]:starts[r + 1]]``."""
+def _sides_by_range(first, second, size, n_ranges):  # pragma: no cover (compiled)
+    """A counting sort of the 2m sides (2i: point first[i], 2i + 1: point second[i]) by the
+    range of ``size`` points their point falls in, each range's sides kept in (pair, side)
+    order; returns (starts (n_ranges + 1,), order (2m,)): the sides of range r are
+    ``order[starts[r]:starts[r + 1]]``."""
     m = first.shape[0]
-    starts = np.zeros(n_points + 1, dtype=np.int64)
+    starts = np.zeros(n_ranges + 1, dtype=np.int64)
     for i in range(m):
-        starts[first[i] + 1] += 1
-        starts[second[i] + 1] += 1
-    for r in range(n_points):
+        starts[first[i] // size + 1] += 1
+        starts[second[i] // size + 1] += 1
+    for r in range(n_ranges):
         starts[r + 1] += starts[r]
     fill = starts[:-1].copy()
     order = np.empty(2 * m, dtype=np.int64)
     for i in range(m):
-        r = first[i]
+        r = first[i] // size
         order[fill[r]] = 2 * i
         fill[r] += 1
-        r = second[i]
+        r = second[i] // size
         order[fill[r]] = 2 * i + 1
         fill[r] += 1
     return starts, order
+
+
+def point_ranges(n_points, n_sides):
+    """``(size, n_ranges)``: ranges of ``size`` consecutive points, about as many ranges as
+    sides (one point a range while there are fewer points than sides), so that the sort of
+    :func:`_sides_by_range` costs O(sides), not O(points), and a range's sides mostly share
+    their point."""
+    size = -(-int(n_points) // max(1, min(int(n_points), int(n_sides))))
+    return size, -(-int(n_points) // size)
 
 
 @njit(cache=True, nogil=True)
@@ -107,20 +117,21 @@ def scatter_by_points(kernel, first, second, n_points, *args):
     that does not depend on the thread count.
 
     On one thread: one call over the sides in (pair, side) order. Else the sides are sorted
-    (stably) by their point, and the points are cut into one range a thread holding about
-    as many sides each; a task adds the sides of its range, point after point. No two tasks
-    write the same row, and each row still receives its additions in (pair, side) order, so
-    the sums are the same bit for bit as on one thread (where the cut falls does not
-    matter). Point after point, a row of R stays in cache while its sides are added. The
-    caller holds BLAS back if GEMMs could run meanwhile.
+    (stably) by ranges of points, as many ranges as sides at most (one point a range while
+    the points are fewer: :func:`point_ranges`), and the ranges are cut into one run a thread
+    holding about as many sides each; a task adds the sides of its run, range after range.
+    No two tasks write the same row, and each row still receives its additions in (pair,
+    side) order, so the sums are the same bit for bit as on one thread (where the cut falls
+    does not matter). Range after range, a row of R stays in cache while its sides are added.
+    The caller holds BLAS back if GEMMs could run meanwhile.
     """
     m, n_threads = first.shape[0], get_threads()
     if n_threads <= 1 or m < 64:
         kernel(*args, np.arange(2 * m), 0, 2 * m)
         return
-    starts, order = _sides_by_point(first, second, int(n_points))
-    points = np.searchsorted(starts, np.arange(1, n_threads) * (2 * m / n_threads))
-    cuts = np.concatenate([[0], starts[points], [2 * m]])  # side ranges, at point boundaries
+    starts, order = _sides_by_range(first, second, *point_ranges(n_points, 2 * m))
+    ranges = np.searchsorted(starts, np.arange(1, n_threads) * (2 * m / n_threads))
+    cuts = np.concatenate([[0], starts[ranges], [2 * m]])  # side runs, at range boundaries
     map_blocks(lambda b: kernel(*args, order, cuts[b.start], cuts[b.stop]), n_threads, 1)
 
 
