@@ -9,6 +9,7 @@
 # commands (docs/results/timing.md).
 #
 #     OUT=/tmp/out bash benchmarks/device_run.sh
+#     COUNTS="1 2" OUT=/tmp/out bash benchmarks/device_run.sh   # a dry run on 2 cores
 set -u
 OUT=${OUT:-device_out}
 mkdir -p "$OUT"
@@ -34,19 +35,23 @@ KERNELS="kernel_tsml_float64 kernel_tsml_float32 kernel_csml_float64 kernel_csml
     kernel_index_ldml_float64 kernel_index_ldml_float32"
 # metricfit's default idle spin for OpenBLAS (OPENBLAS_THREAD_TIMEOUT=16, scaling.py's default)
 # shellcheck disable=SC2086
-step scaling "${SCALING_LIMIT:-300}" python3 benchmarks/scaling.py --threads 1 2 4 16 \
+COUNTS=${COUNTS:-1 2 4 16}  # thread counts; the last one is the A/B's
+LAST=${COUNTS##* }
+# shellcheck disable=SC2086
+step scaling "${SCALING_LIMIT:-300}" python3 benchmarks/scaling.py --threads $COUNTS \
     --only $LINEAR $KERNELS convnet_step convnet_inference descriptors nca_iteration plda_em \
     --repeats 5 --timeout 150 --json "$OUT/scaling.json" --markdown "$OUT/scaling.md"
-# the same at 16 threads with OpenBLAS's own spin (2^28 cycles): what the variable is worth
+# the same at the last count with OpenBLAS's own spin (2^28 cycles): what the variable is worth
 # shellcheck disable=SC2086
 OPENBLAS_THREAD_TIMEOUT=28 step spin28 "${SPIN_LIMIT:-90}" python3 benchmarks/scaling.py \
-    --threads 16 --only $LINEAR $KERNELS nca_iteration --repeats 5 --timeout 80 \
+    --threads "$LAST" --only $LINEAR $KERNELS nca_iteration --repeats 5 --timeout 80 \
     --json "$OUT/spin28.json" --markdown "$OUT/spin28.md"
-step blas_spin "${SPIN_KERNEL_LIMIT:-60}" python3 benchmarks/blas_spin.py --threads 1 4 16
+# shellcheck disable=SC2086
+step blas_spin "${SPIN_KERNEL_LIMIT:-60}" python3 benchmarks/blas_spin.py --threads $COUNTS
 step torch "${TORCH_LIMIT:-50}" python3 -c "
 import sys; sys.path.insert(0, 'benchmarks')
 import bench_cnn
-for t in (1, 2, 4, 16):
+for t in map(int, '$COUNTS'.split()):
     r = bench_cnn.torch_seconds(t, 10)
     print(f'torch CPU convnet, {t:2d} threads: train {1e3 * r[\"train\"]:.1f} ms, inference {1e3 * r[\"infer\"]:.1f} ms', flush=True)
 "
