@@ -127,7 +127,9 @@ def blas_threads(n):
 def threads(n):
     """Run metricfit's kernels, pools and BLAS on ``n`` threads inside the block.
 
-    ``n`` None leaves the current setting (and BLAS) as they are.
+    ``n`` None leaves the current setting (and BLAS) as they are. On several threads the
+    kernels after each product need OpenBLAS's idle workers asleep: see
+    :func:`blas_idle_spin` (import metricfit before numpy, or set ``OPENBLAS_THREAD_TIMEOUT``).
     """
     n = _check_count(n)
     if n is None:
