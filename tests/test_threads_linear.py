@@ -151,7 +151,9 @@ def test_the_scatter_by_point_ranges_equals_the_serial_scatter(dtype, n_points):
     for n in THREADS:
         R = np.zeros((n_points, 5), dtype=dtype)
         with metricfit.threads(n):
-            _index_pairs.scatter_pair_rows(R, index[:, 0].copy(), index[:, 1].copy(), G1, G2)
+            first, second = index[:, 0].copy(), index[:, 1].copy()
+            _index_pairs.scatter_by_points(_index_pairs.scatter_sides, first, second,
+                                           n_points, R, first, second, G1, G2)
         assert np.array_equal(R, expected), n
 
 

@@ -88,7 +88,7 @@ def linear_pair_block(E, index, s, R, kernel, *kernel_args):
     m = first.shape[0]
     out = np.empty(m)  # (m,) J_i
     extra = kernel.extra + tuple(kernel_args)
-    passes = getattr(kernel, "index", None)
+    passes = kernel.index
     if passes is None:
         _gathered_pair_block(E, first, second, s, R, kernel.rows, extra, out)
         return (grouped_sum(out, PAIR_BLOCK),)

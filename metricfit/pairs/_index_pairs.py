@@ -135,12 +135,6 @@ def scatter_by_points(kernel, first, second, n_points, *args):
     map_blocks(lambda b: kernel(*args, order, cuts[b.start], cuts[b.stop]), n_threads, 1)
 
 
-def scatter_pair_rows(R, first, second, G1, G2):
-    """``R[first[i]] += G1[i]``, ``R[second[i]] += G2[i]`` for every pair i, in pair order for
-    each row of R (rows repeated or not), on every core (:func:`scatter_by_points`)."""
-    scatter_by_points(scatter_sides, first, second, R.shape[0], R, first, second, G1, G2)
-
-
 def normalised_points(points, normalise):
     """The points with rows mapped by ``normalise`` (a row-wise map that keeps the width,
     e.g. L2 normalisation): a copy in memory, per block for a streamed store

@@ -43,7 +43,6 @@ from ._index_pairs import (  # noqa: F401
     read_rows,
     scatter_add_rows,
     scatter_by_points,
-    scatter_pair_rows,
     scatter_sides,
 )
 from .checks import FLOAT_DTYPES, check_pair_labels, check_pairs, check_points, float_dtype
