@@ -37,6 +37,7 @@ import numba
 from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
 
 from ._blas_env import idle_spin as blas_idle_spin
+from ._numba_layer import threadsafe_layer
 
 __all__ = ["threads", "set_threads", "get_threads", "n_jobs_threads", "blas_threads",
            "blas_idle_spin",
@@ -181,6 +182,35 @@ def map_blocks(fn, n_items, block):
 
 
 _IN_POOL = contextvars.ContextVar("metricfit_in_pool", default=False)
+
+
+def kernel_threads(n_tasks):
+    """Threads for a numba ``parallel=True`` driver over ``n_tasks`` fixed tasks, or 0 where
+    the tasks run on the pool (:func:`map_blocks`) instead.
+
+    0 on one thread or task, inside a pool thread (no nested pools), where numba's threading
+    layer is not thread-safe (:mod:`metricfit._numba_layer`) or where
+    ``METRICFIT_KERNEL_THREADS=pool`` (the pool for every kernel section: a switch for the
+    benchmarks' A/B and a way around a numba threading layer that misbehaves). Never more than
+    numba's ``NUMBA_NUM_THREADS``; the tasks do not depend on the count, so neither does the
+    result.
+    """
+    n = min(get_threads(), n_tasks, int(numba.config.NUMBA_NUM_THREADS))
+    if n <= 1 or _in_pool() or os.environ.get("METRICFIT_KERNEL_THREADS") == "pool":
+        return 0
+    return n if threadsafe_layer() else 0
+
+
+@contextlib.contextmanager
+def numba_threads(n):
+    """numba's parallel regions launched from this thread use ``n`` threads inside the block
+    (numba's setting is per thread; the caller's is restored after)."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 def _in_pool():

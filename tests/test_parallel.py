@@ -136,3 +136,54 @@ def test_openblas_idle_spin_is_set_before_numpy_loads_it():
     assert value == "16" and "unset when OpenBLAS loaded" in said  # children get it
     value, said = _spin_in_fresh_process("import metricfit", OPENBLAS_THREAD_TIMEOUT="20")
     assert value == "20" and said == "OPENBLAS_THREAD_TIMEOUT=20 (set by the user)"
+
+
+# -- numba's threads for the kernel sections (metricfit._numba_layer) ---------------------
+
+
+def test_the_layer_probe_answers_whether_numba_launches_on_a_thread_safe_layer():
+    import numba
+
+    from metricfit import _numba_layer
+
+    answer = _numba_layer.threadsafe_layer()
+    assert answer == (numba.threading_layer() in _numba_layer.SAFE_LAYERS)
+    assert _numba_layer.threadsafe_layer() is answer  # asked once, remembered
+
+
+def test_openmp_is_made_passive_only_while_numba_loads_it_and_never_over_the_users(monkeypatch):
+    import os
+
+    from metricfit._numba_layer import _passive_openmp
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    with _passive_openmp():
+        assert os.environ["OMP_WAIT_POLICY"] == "passive"
+    assert "OMP_WAIT_POLICY" not in os.environ
+    for name, value in (("OMP_WAIT_POLICY", "active"), ("GOMP_SPINCOUNT", "1000")):
+        with monkeypatch.context() as m:
+            m.setenv(name, value)
+            with _passive_openmp():
+                assert os.environ[name] == value
+                assert os.environ.get("OMP_WAIT_POLICY", "active") == "active"
+
+
+def test_kernel_threads_are_capped_by_numba_and_zero_inside_the_pool(monkeypatch):
+    import numba
+
+    from metricfit import parallel
+
+    monkeypatch.delenv("METRICFIT_KERNEL_THREADS", raising=False)
+    monkeypatch.setattr(parallel, "threadsafe_layer", lambda: True)
+    cap = numba.config.NUMBA_NUM_THREADS
+    with metricfit.threads(64):
+        assert parallel.kernel_threads(1) == 0  # one task: no launch
+        assert parallel.kernel_threads(1000) == (cap if cap > 1 else 0)
+        inside = parallel.map_blocks(lambda b: parallel.kernel_threads(1000), 4, 1)
+        assert set(inside) == {0}  # no nested threads
+        monkeypatch.setenv("METRICFIT_KERNEL_THREADS", "pool")
+        assert parallel.kernel_threads(1000) == 0
+    with metricfit.threads(1):
+        monkeypatch.delenv("METRICFIT_KERNEL_THREADS")
+        assert parallel.kernel_threads(1000) == 0

@@ -2,10 +2,12 @@
 threads (prepared objectives, stateless cost_grad, mini-batches, embedding kernels, index
 pairs), float32 and float64, odd sizes; the learners and the CLI honour the thread setting."""
 
+import numba
 import numpy as np
 import pytest
 
 import metricfit
+import metricfit._numba_layer
 from metricfit.losses import _index, _rows, csml, ddml, ldml, tsml
 from metricfit.pairs import _index_pairs
 from metricfit.parallel import blas_threads
@@ -20,6 +22,17 @@ def blocks(request, monkeypatch):
     work) or the package's own."""
     if request.param is not None:
         monkeypatch.setattr(_rows, "ROW_ELEMENTS", request.param)
+    return request.param
+
+
+@pytest.fixture(params=["numba", "pool"])
+def launcher(request, monkeypatch):
+    """Kernel sections on numba's threads where the threading layer allows (the default), or
+    on the package pool (``METRICFIT_KERNEL_THREADS=pool``)."""
+    if request.param == "pool":
+        monkeypatch.setenv("METRICFIT_KERNEL_THREADS", "pool")
+    else:
+        monkeypatch.delenv("METRICFIT_KERNEL_THREADS", raising=False)
     return request.param
 
 
@@ -79,7 +92,7 @@ def _as_bytes(result):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_cost_and_gradient_are_the_same_bit_for_bit_on_1_2_3_threads(dtype, blocks):
+def test_cost_and_gradient_are_the_same_bit_for_bit_on_1_2_3_threads(dtype, blocks, launcher):
     calls = _evaluations(dtype)
     results = {}
     for n in (*THREADS, 4):
@@ -92,10 +105,11 @@ def test_cost_and_gradient_are_the_same_bit_for_bit_on_1_2_3_threads(dtype, bloc
 
 
 def test_small_blocks_really_split_the_work(monkeypatch):
-    """The kernels are called on several blocks, from several pool threads."""
+    """On the pool, the kernels are called on several blocks, from several pool threads."""
     import threading
     import time
 
+    monkeypatch.setenv("METRICFIT_KERNEL_THREADS", "pool")
     monkeypatch.setattr(_rows, "ROW_ELEMENTS", 64)
     seen = []
     original = tsml._normalise_rows
@@ -118,6 +132,70 @@ def test_small_blocks_really_split_the_work(monkeypatch):
     assert len({ident for *_, ident in seen[:-1]}) > 1
     assert seen[-1][:2] == (0, N)  # one thread: one call over every row
     assert J1 == J3 and np.array_equal(G1, G3)
+
+
+def _driver_spy(monkeypatch, module, name):
+    calls = []
+    original = getattr(module, name)
+
+    def spy(*args):
+        calls.append((args[-2:], numba.get_num_threads()))
+        original(*args)
+
+    monkeypatch.setattr(module, name, spy)
+    return calls
+
+
+def test_kernel_sections_run_on_numba_threads_where_the_layer_is_thread_safe(monkeypatch):
+    """Where numba's layer is omp or tbb, a kernel section is one launch of its driver on
+    min(threads, NUMBA_NUM_THREADS) numba threads (the caller's own setting restored after);
+    with METRICFIT_KERNEL_THREADS=pool, or a layer that is not thread-safe, the pool runs it
+    instead. Every way gives the same bits."""
+    from metricfit import parallel
+
+    monkeypatch.delenv("METRICFIT_KERNEL_THREADS", raising=False)
+    monkeypatch.setattr(_rows, "ROW_ELEMENTS", 64)
+    calls = _driver_spy(monkeypatch, tsml, "_normalise_rows_parallel")
+    X1, X2, s, A = _data("float64")
+    before = numba.get_num_threads()
+    results, launches = [], []
+    for setting in ("numba", "pool", "unsafe layer"):
+        with monkeypatch.context() as m:
+            if setting == "pool":
+                m.setenv("METRICFIT_KERNEL_THREADS", "pool")
+            if setting == "unsafe layer":
+                m.setattr(parallel, "threadsafe_layer", lambda: False)
+            with metricfit.threads(3):
+                results.append(_as_bytes(tsml.objective(X1, X2, s)(A)))
+        launches.append(list(calls))
+    expected = min(3, numba.config.NUMBA_NUM_THREADS)
+    if metricfit._numba_layer.threadsafe_layer() and expected > 1:
+        assert launches[0] == [((N, 16), expected)]  # one launch: (n_rows, block), threads
+    assert launches[0] == launches[1] == launches[2]  # the pool and the unsafe layer: none
+    assert numba.get_num_threads() == before
+    assert results[0] == results[1] == results[2]
+
+
+def test_index_passes_run_on_numba_threads(monkeypatch):
+    """Both index passes of a linear loss and LDML's launch their drivers (when allowed)."""
+    monkeypatch.delenv("METRICFIT_KERNEL_THREADS", raising=False)
+    if not metricfit._numba_layer.threadsafe_layer() or numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba's threading layer is not thread-safe here, or one CPU")
+    monkeypatch.setattr(_rows, "ROW_ELEMENTS", 64)  # several blocks of pairs
+    spies = {name: _driver_spy(monkeypatch, ldml, name)
+             for name in ("index_weight_rows_parallel", "index_scatter_sides_parallel")}
+    kernel = tsml._embedding_grad_inplace
+    pair, side = [], []
+    pair_driver, side_driver = kernel.index.pair_driver, kernel.index.side_driver
+    passes = kernel.index._replace(
+        pair_driver=lambda *a: (pair.append(a[-2:]), pair_driver(*a)),
+        side_driver=lambda *a: (side.append(len(a[-1])), side_driver(*a)))
+    monkeypatch.setattr(kernel, "index", passes)
+    points, index, si = _index_data("float64")
+    with metricfit.threads(2):
+        tsml.index_objective(points, index, si)(np.eye(K, D))
+        ldml.index_objective(points, index, si)(_ldml_theta(D, "float64"))
+    assert pair and side and all(spies.values())
 
 
 def _serial_sum(values):

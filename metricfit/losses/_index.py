@@ -93,8 +93,10 @@ def linear_pair_block(E, index, s, R, kernel, *kernel_args):
         _gathered_pair_block(E, first, second, s, R, kernel.rows, extra, out)
         return (grouped_sum(out, PAIR_BLOCK),)
     W = np.empty((m, passes.width))  # (m, width) the scalars of each pair's gradients
-    run_rows(passes.pair_rows, m, 2 * E.shape[1], E, first, second, s, *extra, out, W)
-    scatter_by_points(passes.side_rows, first, second, R.shape[0], E, first, second, s, W, R)
+    run_rows(passes.pair_rows, m, 2 * E.shape[1], E, first, second, s, *extra, out, W,
+             driver=passes.pair_driver)
+    scatter_by_points(passes.side_rows, first, second, R.shape[0], E, first, second, s, W, R,
+                      driver=passes.side_driver)
     return (grouped_sum(out, PAIR_BLOCK),)
 
 

@@ -46,7 +46,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 from numba import njit
 
-from ..parallel import get_threads, map_blocks
+from ..parallel import get_threads, kernel_threads, map_blocks, numba_threads
 
 __all__ = ["run_rows", "run_blocks", "ordered_sum", "grouped_sum", "row_block", "tiny",
            "PairKernel", "IndexRows", "row_sumsq", "row_dot"]
@@ -88,9 +88,22 @@ def run_blocks(fn, n_rows, width):
     map_blocks(task, n_blocks, per_task)
 
 
-def run_rows(kernel, n_rows, width, *args):
-    """``kernel(*args, lo, hi)`` over ``[0, n_rows)`` by :func:`run_blocks`."""
-    run_blocks(lambda lo, hi: kernel(*args, lo, hi), n_rows, width)
+def run_rows(kernel, n_rows, width, *args, driver=None):
+    """``kernel(*args, lo, hi)`` over ``[0, n_rows)`` in the fixed blocks of :func:`run_blocks`.
+
+    ``driver(*args, n_rows, block)``, the kernel's numba ``parallel=True`` twin (a ``prange``
+    over the same blocks, each calling ``kernel``), runs them on numba's threads where
+    :func:`metricfit.parallel.kernel_threads` allows (one hand-off in compiled code instead of
+    one a task through the GIL); else the package pool does (:func:`run_blocks`). Every block
+    is the same call either way, so the result is too.
+    """
+    block = row_block(width)
+    n = 0 if driver is None else kernel_threads(-(-n_rows // block))
+    if n:
+        with numba_threads(n):
+            driver(*args, n_rows, block)
+    else:
+        run_blocks(lambda lo, hi: kernel(*args, lo, hi), n_rows, width)
 
 
 @njit(cache=True, nogil=True)
@@ -127,7 +140,9 @@ class IndexRows(NamedTuple):
     s, W, R, order, lo, hi)``: for the sides ``order[lo:hi]`` (2i: point first[i], 2i + 1:
     second[i]), in that order, ``R[point] += dJ_i/da_i`` (or ``dJ_i/db_i``), the rows kernel's
     expression rounded to R's dtype. Together they give the rows kernel's gathered, in-place,
-    scattered result bit for bit.
+    scattered result bit for bit. ``pair_driver`` and ``side_driver``, their numba
+    ``parallel=True`` twins (the same calls on the same blocks or runs of sides, on numba's
+    threads: :func:`run_rows`, :func:`metricfit.pairs.index.scatter_by_points`), are optional.
 
     Examples
     --------
@@ -153,6 +168,8 @@ class IndexRows(NamedTuple):
     pair_rows: Callable
     side_rows: Callable
     width: int
+    pair_driver: Callable = None
+    side_driver: Callable = None
 
 
 class PairKernel:
@@ -181,13 +198,13 @@ class PairKernel:
     (1.757359, 0.292893)
     """
 
-    def __init__(self, rows, *extra, index=None):
-        self.rows, self.extra, self.index = rows, tuple(extra), index
+    def __init__(self, rows, *extra, index=None, driver=None):
+        self.rows, self.extra, self.index, self.driver = rows, tuple(extra), index, driver
 
     def __call__(self, P1, P2, s):
         n, k = P1.shape
         out = np.empty(n)  # (n,) J_i, float64
-        run_rows(self.rows, n, k, P1, P2, s, *self.extra, out)
+        run_rows(self.rows, n, k, P1, P2, s, *self.extra, out, driver=self.driver)
         return ordered_sum(out)
 
 

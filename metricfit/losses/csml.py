@@ -27,7 +27,7 @@ the above, which avoids the product ``|a_i| |b_i|`` that underflows for tiny emb
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._index import IndexPairObjective
 from ._linear import (
@@ -92,6 +92,13 @@ def _grad_rows(P1, P2, s, out, lo, hi):  # pragma: no cover (compiled)
                 P2[i, j] = 0.0
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _grad_rows_parallel(P1, P2, s, out, n_rows, block):  # pragma: no cover
+    """:func:`_grad_rows` block by block on numba's threads (``_rows.run_rows``)."""
+    for t in prange(-(-n_rows // block)):
+        _grad_rows(P1, P2, s, out, t * block, min(n_rows, t * block + block))
+
+
 @njit(cache=True, nogil=True)
 def _index_pair_rows(E, first, second, s, out, W, lo, hi):  # pragma: no cover (compiled)
     """Index pairs lo..hi-1, ``a_i = E[first[i]]``, ``b_i = E[second[i]]`` read in place:
@@ -106,6 +113,13 @@ def _index_pair_rows(E, first, second, s, out, W, lo, hi):  # pragma: no cover (
         else:
             out[i] = 0.0
             W[i, 0], W[i, 1], W[i, 2], W[i, 3] = 0.0, 0.0, 0.0, 0.0
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _index_pair_rows_parallel(E, first, second, s, out, W, n_rows, block):  # pragma: no cover
+    """:func:`_index_pair_rows` block by block on numba's threads (``_rows.run_rows``)."""
+    for t in prange(-(-n_rows // block)):
+        _index_pair_rows(E, first, second, s, out, W, t * block, min(n_rows, t * block + block))
 
 
 @njit(cache=True, nogil=True)
@@ -137,10 +151,18 @@ def _index_side_rows(E, first, second, s, W, R, order, lo, hi):  # pragma: no co
             R[r, j] += g[j]
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _index_side_rows_parallel(E, first, second, s, W, R, order, cuts):  # pragma: no cover
+    """:func:`_index_side_rows` run by run of sides (``cuts``) on numba's threads."""
+    for t in prange(cuts.shape[0] - 1):
+        _index_side_rows(E, first, second, s, W, R, order, cuts[t], cuts[t + 1])
+
+
 # kernel(P1, P2, s) -> sum_i J_i on every core, summed in pair order (metricfit.losses._rows);
 # over index pairs, the two passes of metricfit.losses._index (four scalars a pair)
-_embedding_grad_inplace = PairKernel(_grad_rows, index=IndexRows(_index_pair_rows,
-                                                                  _index_side_rows, 4))
+_embedding_grad_inplace = PairKernel(_grad_rows, index=IndexRows(
+    _index_pair_rows, _index_side_rows, 4, _index_pair_rows_parallel, _index_side_rows_parallel),
+                                      driver=_grad_rows_parallel)
 
 
 def embedding_cost_grad(a, b, s, validated=False):

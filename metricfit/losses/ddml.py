@@ -50,7 +50,7 @@ float32 data.
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..pairs.rows import squared_distances
 from ._index import IndexPairObjective
@@ -98,6 +98,13 @@ def _delta_rows(P, s, T, tau, tiny, out, lo, hi):  # pragma: no cover (compiled)
             P[i, j] = g if abs(g) >= tiny else 0.0
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _delta_rows_parallel(P, s, T, tau, tiny, out, n_rows, block):  # pragma: no cover
+    """:func:`_delta_rows` block by block on numba's threads (``_rows.run_rows``)."""
+    for t in prange(-(-n_rows // block)):
+        _delta_rows(P, s, T, tau, tiny, out, t * block, min(n_rows, t * block + block))
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _cost_and_weight(a, b, si, T, tau):  # pragma: no cover (compiled)
     """``(J, s sigma(T z))`` of one pair from its rows a, b: ``|a - b|^2`` in float64, one
@@ -124,6 +131,13 @@ def _grad_rows(P1, P2, s, T, tau, out, lo, hi):  # pragma: no cover (compiled)
             P2[i, j] = -g
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _grad_rows_parallel(P1, P2, s, T, tau, out, n_rows, block):  # pragma: no cover
+    """:func:`_grad_rows` block by block on numba's threads (``_rows.run_rows``)."""
+    for t in prange(-(-n_rows // block)):
+        _grad_rows(P1, P2, s, T, tau, out, t * block, min(n_rows, t * block + block))
+
+
 @njit(cache=True, nogil=True)
 def _index_pair_rows(E, first, second, s, T, tau, out, W, lo, hi):  # pragma: no cover
     """Index pairs lo..hi-1, ``a_i = E[first[i]]``, ``b_i = E[second[i]]`` read in place:
@@ -131,6 +145,15 @@ def _index_pair_rows(E, first, second, s, T, tau, out, W, lo, hi):  # pragma: no
     them (same bits)."""
     for i in range(lo, hi):
         out[i], W[i, 0] = _cost_and_weight(E[first[i]], E[second[i]], s[i], T, tau)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _index_pair_rows_parallel(E, first, second, s, T, tau, out, W, n_rows,
+                              block):  # pragma: no cover
+    """:func:`_index_pair_rows` block by block on numba's threads (``_rows.run_rows``)."""
+    for t in prange(-(-n_rows // block)):
+        hi = min(n_rows, t * block + block)
+        _index_pair_rows(E, first, second, s, T, tau, out, W, t * block, hi)
 
 
 @njit(cache=True, nogil=True)
@@ -153,11 +176,19 @@ def _index_side_rows(E, first, second, s, W, R, order, lo, hi):  # pragma: no co
                 R[q, j] += -g[j]
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _index_side_rows_parallel(E, first, second, s, W, R, order, cuts):  # pragma: no cover
+    """:func:`_index_side_rows` run by run of sides (``cuts``) on numba's threads."""
+    for t in prange(cuts.shape[0] - 1):
+        _index_side_rows(E, first, second, s, W, R, order, cuts[t], cuts[t + 1])
+
+
 def _delta_grad_inplace(P, s, T, tau):
     """Every row p_i of P -> s_i sigma(T z_i) p_i on every core; return sum_i J_i (in pair
     order)."""
     out = np.empty(P.shape[0])
-    run_rows(_delta_rows, P.shape[0], P.shape[1], P, s, T, tau, tiny(P.dtype), out)
+    run_rows(_delta_rows, P.shape[0], P.shape[1], P, s, T, tau, tiny(P.dtype), out,
+             driver=_delta_rows_parallel)
     return ordered_sum(out)
 
 
@@ -176,7 +207,9 @@ def _bind(T, tau):
     """The embedding kernel with T and tau bound: ``kernel(P1, P2, s) -> sum_i J_i``, on
     every core (:class:`metricfit.losses._rows.PairKernel`)."""
     return PairKernel(_grad_rows, T, tau,
-                      index=IndexRows(_index_pair_rows, _index_side_rows, 1))
+                      index=IndexRows(_index_pair_rows, _index_side_rows, 1,
+                                      _index_pair_rows_parallel, _index_side_rows_parallel),
+                      driver=_grad_rows_parallel)
 
 
 def _delta_cost_grad(A, X1, X2, s, T, tau, chunk_size, D=None):

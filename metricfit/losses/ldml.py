@@ -50,143 +50,39 @@ O(chunk_size * d + d * d). The log-sigmoid and sigmoid are written stably (no ov
 any ``u``); accumulators are float64 for float32 data.
 """
 
-import math
-
 import numpy as np
-from numba import njit
 
 from ..pairs import check_points
 from ..pairs.checks import float_dtype
 from ..pairs.index import IndexPairs, scatter_by_points, score_index_pairs
 from ..parallel import get_threads
 from ._index import check_index_pair_data, make_passes
+from ._ldml_kernels import (
+    index_scatter_sides,
+    index_scatter_sides_parallel,
+    index_weight_rows,
+    index_weight_rows_parallel,
+    index_weights_scatter,
+    ordered_sums2,
+    probability,
+    weight_rows,
+    weight_rows_parallel,
+)
 from ._linear import CHUNK_SIZE, check_pair_data
-from ._rows import row_dot, run_rows, tiny
+from ._rows import run_rows, tiny
 from .penalty import add_penalty
 
 __all__ = ["cost_grad", "objective", "index_objective", "pair_probability", "pack", "unpack",
            "metric_embedding", "metric_distances"]
 
 
-@njit(cache=True)
-def _pair_cost_weight(dist, si, b):  # pragma: no cover (compiled)
-    """(J_i, w_i) of one pair from its distance delta^T M delta, stably:
-    J_i = softplus(-s_i u_i), u_i = b - dist, and w_i = t_i - p_i = s_i sigma(-s_i u_i)."""
-    v = si * (dist - b)  # = -s_i u_i
-    e = math.exp(-abs(v))  # in (0, 1]
-    J = max(v, 0.0) + math.log1p(e)  # softplus(v) = -ln p_i or -ln(1 - p_i)
-    return J, si * (1.0 / (1.0 + e) if v >= 0.0 else e / (1.0 + e))
-
-
-@njit(cache=True, nogil=True)
-def _weight_rows(DM, D, s, b, tiny, out, lo, hi):  # pragma: no cover (compiled)
-    """Rows lo..hi-1 of DM = D M -> w_i delta_i in place (w_i = t_i - p_i), ``out[i] =
-    (J_i, w_i)`` with J_i = softplus(-s_i u_i), u_i = b - delta_i^T M delta_i.
-
-    Entries below ``tiny`` in magnitude are written as 0: a weight deep in the sigmoid's
-    tail would otherwise put float32 subnormals into the GEMM ``(w D)^T D`` (the cause of
-    LDML float32 at 3x its bound on a Xeon; :mod:`metricfit.losses._rows`).
-    """
-    d = D.shape[1]
-    for i in range(lo, hi):
-        dist = row_dot(DM, D, i)  # float64, four accumulators
-        J, w = _pair_cost_weight(dist, np.float64(s[i]), b)
-        out[i, 0] = J
-        out[i, 1] = w
-        for j in range(d):
-            g = w * D[i, j]
-            DM[i, j] = g if abs(g) >= tiny else 0.0
-
-
-@njit(cache=True, nogil=True)
-def _ordered_sums2(out):  # pragma: no cover (compiled)
-    """(sum_i out[i, 0], sum_i out[i, 1]), each in row order."""
-    total = 0.0
-    sum_w = 0.0
-    for i in range(out.shape[0]):
-        total += out[i, 0]
-        sum_w += out[i, 1]
-    return total, sum_w
-
-
 def _weights_inplace(DM, D, s, b):
     """Every row of DM = D M -> w_i delta_i on every core; return (sum_i J_i, sum_i w_i),
     summed in pair order."""
     out = np.empty((D.shape[0], 2))
-    run_rows(_weight_rows, D.shape[0], D.shape[1], DM, D, s, b, tiny(DM.dtype), out)
-    return _ordered_sums2(out)
-
-
-@njit(cache=True, nogil=True)
-def _index_weight_rows(E, first, second, s, b, out, lo, hi):  # pragma: no cover (compiled)
-    """For the pairs lo..hi-1 (p_i, q_i) of rows of E = [X M, X] (n_points, 2d): the distance
-    ``(E[p] - E[q])[:d] . (E[p] - E[q])[d:] = delta_i^T M delta_i`` and ``out[i] = (J_i,
-    w_i)``. Two row reads of E per pair, no temporaries."""
-    d = E.shape[1] // 2
-    for i in range(lo, hi):
-        p, q = first[i], second[i]
-        dist = 0.0
-        for j in range(d):
-            dist += ((np.float64(E[p, j]) - np.float64(E[q, j]))
-                     * (np.float64(E[p, d + j]) - np.float64(E[q, d + j])))
-        J, w = _pair_cost_weight(dist, np.float64(s[i]), b)
-        out[i, 0] = J
-        out[i, 1] = w
-
-
-@njit(cache=True, nogil=True)
-def _index_weights_scatter(E, first, second, s, b, R, out):  # pragma: no cover (compiled)
-    """Pass 2 on one thread: for each pair in order, the distance, ``out[i] = (J_i, w_i)``,
-    ``R[p_i] += w_i delta_i`` and ``R[q_i] -= w_i delta_i``; two row reads of E. The same
-    additions in the same order as :func:`_index_weight_rows` then :func:`_index_scatter_sides`
-    (same bits)."""
-    m, d = first.shape[0], R.shape[1]
-    for i in range(m):
-        p, q = first[i], second[i]
-        dist = 0.0
-        for j in range(d):
-            dist += ((np.float64(E[p, j]) - np.float64(E[q, j]))
-                     * (np.float64(E[p, d + j]) - np.float64(E[q, d + j])))
-        J, w = _pair_cost_weight(dist, np.float64(s[i]), b)
-        out[i, 0] = J
-        out[i, 1] = w
-        for j in range(d):
-            g = w * (np.float64(E[p, d + j]) - np.float64(E[q, d + j]))
-            R[p, j] += g
-            R[q, j] -= g
-
-
-@njit(cache=True, nogil=True)
-def _index_scatter_sides(E, first, second, out, R, order, lo, hi):  # pragma: no cover
-    """``R[p_i] += w_i delta_i`` (side 2i) and ``R[q_i] -= w_i delta_i`` (side 2i + 1) for the
-    sides ``order[lo:hi]``, in that order; ``delta_i = (E[p_i] - E[q_i])[d:]`` (through a
-    float64 buffer, the same values: the in-place form did not vectorise)."""
-    d, g = R.shape[1], np.empty(R.shape[1])
-    for t in range(lo, hi):
-        e = order[t]
-        i = e // 2
-        p, q, w = first[i], second[i], out[i, 1]
-        for j in range(d):
-            g[j] = w * (np.float64(E[p, d + j]) - np.float64(E[q, d + j]))
-        if e % 2 == 0:
-            for j in range(d):
-                R[p, j] += g[j]
-        else:
-            for j in range(d):
-                R[q, j] -= g[j]
-
-
-@njit(cache=True)
-def _probability(DM, D, b, out):  # pragma: no cover (compiled)
-    """out_i = sigma(b - rowsum(DM * D)_i), stably."""
-    n, d = D.shape
-    for i in range(n):
-        dist = 0.0
-        for j in range(d):
-            dist += np.float64(DM[i, j]) * np.float64(D[i, j])
-        u = b - dist
-        e = math.exp(-abs(u))
-        out[i] = 1.0 / (1.0 + e) if u >= 0.0 else e / (1.0 + e)
+    run_rows(weight_rows, D.shape[0], D.shape[1], DM, D, s, b, tiny(DM.dtype), out,
+             driver=weight_rows_parallel)
+    return ordered_sums2(out)
 
 
 def pack(M, b):
@@ -319,7 +215,7 @@ def pair_probability(M, b, X1, X2, chunk_size=CHUNK_SIZE):
     p = np.empty(X1.shape[0], dtype=dtype)
     for start in range(0, X1.shape[0], int(chunk_size)):
         delta = X1[start:start + chunk_size] - X2[start:start + chunk_size]
-        _probability(delta @ M, delta, b, p[start:start + chunk_size])
+        probability(delta @ M, delta, b, p[start:start + chunk_size])
     return p
 
 
@@ -407,17 +303,19 @@ def _index_pair_block(E, index, s, R, b):
     ``[delta_i M, delta_i]`` is the difference of two rows of E: O(d) per pair, where the
     pairs of vectors need the O(m d^2) GEMM ``D M``. The weights ``w_i delta_i`` are
     scattered onto R with ``+`` at p_i and ``-`` at q_i, so that ``R^T X = sum_i w_i
-    delta_i delta_i^T`` (:func:`_index_weight_rows`, :func:`_index_scatter_sides`): on every
+    delta_i delta_i^T`` (:func:`index_weight_rows`, :func:`index_scatter_sides`): on every
     core, each row of R receiving its additions in pair order, the sums in pair order.
     """
     first, second = np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
     out = np.empty((first.shape[0], 2))  # (m, 2): J_i, w_i
     if get_threads() == 1:  # one pass, the rows of E read once a pair; the same bits
-        _index_weights_scatter(E, first, second, s, b, R, out)
-        return _ordered_sums2(out)
-    run_rows(_index_weight_rows, first.shape[0], E.shape[1], E, first, second, s, b, out)
-    scatter_by_points(_index_scatter_sides, first, second, R.shape[0], E, first, second, out, R)
-    return _ordered_sums2(out)
+        index_weights_scatter(E, first, second, s, b, R, out)
+        return ordered_sums2(out)
+    run_rows(index_weight_rows, first.shape[0], E.shape[1], E, first, second, s, b, out,
+             driver=index_weight_rows_parallel)
+    scatter_by_points(index_scatter_sides, first, second, R.shape[0], E, first, second, out, R,
+                      driver=index_scatter_sides_parallel)
+    return ordered_sums2(out)
 
 
 class LDMLIndexObjective(LDMLObjective):

@@ -40,7 +40,7 @@ the minimum-norm subgradient, so cost and gradient stay finite: the pair then co
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._index import IndexPairObjective
 from ._linear import (
@@ -94,6 +94,13 @@ def _grad_rows(P1, P2, s, out, lo, hi):  # pragma: no cover (compiled)
             P2[i, j] = b - si * unit
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _grad_rows_parallel(P1, P2, s, out, n_rows, block):  # pragma: no cover
+    """:func:`_grad_rows` block by block on numba's threads (``_rows.run_rows``)."""
+    for t in prange(-(-n_rows // block)):
+        _grad_rows(P1, P2, s, out, t * block, min(n_rows, t * block + block))
+
+
 @njit(cache=True, nogil=True)
 def _normalise_rows(C, out, lo, hi):  # pragma: no cover (compiled)
     """Rows lo..hi-1 of C: c_i -> c_i/|c_i| in place (0 where c_i = 0), ``out[i] = |c_i|``
@@ -107,6 +114,13 @@ def _normalise_rows(C, out, lo, hi):  # pragma: no cover (compiled)
             C[i, j] *= inv
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _normalise_rows_parallel(C, out, n_rows, block):  # pragma: no cover
+    """:func:`_normalise_rows` block by block on numba's threads (``_rows.run_rows``)."""
+    for t in prange(-(-n_rows // block)):
+        _normalise_rows(C, out, t * block, min(n_rows, t * block + block))
+
+
 @njit(cache=True, nogil=True)
 def _index_pair_rows(E, first, second, s, out, W, lo, hi):  # pragma: no cover (compiled)
     """Index pairs lo..hi-1, ``a_i = E[first[i]]``, ``b_i = E[second[i]]`` read in place:
@@ -114,6 +128,13 @@ def _index_pair_rows(E, first, second, s, out, W, lo, hi):  # pragma: no cover (
     bits)."""
     for i in range(lo, hi):
         out[i], W[i, 0] = _cost_and_inverse(E[first[i]], E[second[i]], s[i])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _index_pair_rows_parallel(E, first, second, s, out, W, n_rows, block):  # pragma: no cover
+    """:func:`_index_pair_rows` block by block on numba's threads (``_rows.run_rows``)."""
+    for t in prange(-(-n_rows // block)):
+        _index_pair_rows(E, first, second, s, out, W, t * block, min(n_rows, t * block + block))
 
 
 @njit(cache=True, nogil=True)
@@ -140,16 +161,24 @@ def _index_side_rows(E, first, second, s, W, R, order, lo, hi):  # pragma: no co
                 R[q, j] += g[j]
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _index_side_rows_parallel(E, first, second, s, W, R, order, cuts):  # pragma: no cover
+    """:func:`_index_side_rows` run by run of sides (``cuts``) on numba's threads."""
+    for t in prange(cuts.shape[0] - 1):
+        _index_side_rows(E, first, second, s, W, R, order, cuts[t], cuts[t + 1])
+
+
 # kernel(P1, P2, s) -> sum_i J_i on every core, summed in pair order (metricfit.losses._rows);
 # over index pairs, the two passes of metricfit.losses._index (one scalar a pair: 1/|c_i|)
-_embedding_grad_inplace = PairKernel(_grad_rows, index=IndexRows(_index_pair_rows,
-                                                                  _index_side_rows, 1))
+_embedding_grad_inplace = PairKernel(_grad_rows, index=IndexRows(
+    _index_pair_rows, _index_side_rows, 1, _index_pair_rows_parallel, _index_side_rows_parallel),
+                                      driver=_grad_rows_parallel)
 
 
 def _normalise_rows_inplace(C):
     """Every row c_i of C -> c_i/|c_i| on every core; return sum_i |c_i| (in row order)."""
     out = np.empty(C.shape[0])
-    run_rows(_normalise_rows, C.shape[0], C.shape[1], C, out)
+    run_rows(_normalise_rows, C.shape[0], C.shape[1], C, out, driver=_normalise_rows_parallel)
     return ordered_sum(out)
 
 

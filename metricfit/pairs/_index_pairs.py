@@ -9,7 +9,7 @@ from numbers import Integral
 import numpy as np
 from numba import njit
 
-from ..parallel import get_threads, map_blocks
+from ..parallel import get_threads, kernel_threads, map_blocks, numba_threads
 
 __all__ = ["IndexPairs"]
 
@@ -111,7 +111,7 @@ def scatter_sides(R, first, second, G1, G2, order, lo, hi):  # pragma: no cover 
                 R[q, j] += G2[i, j]
 
 
-def scatter_by_points(kernel, first, second, n_points, *args):
+def scatter_by_points(kernel, first, second, n_points, *args, driver=None):
     """Run a scatter-add ``kernel(*args, order, lo, hi)`` over the 2m sides of the pairs
     (``order[t]`` = 2i for point first[i], 2i + 1 for second[i]) on every core, with a result
     that does not depend on the thread count.
@@ -123,7 +123,10 @@ def scatter_by_points(kernel, first, second, n_points, *args):
     No two tasks write the same row, and each row still receives its additions in (pair,
     side) order, so the sums are the same bit for bit as on one thread (where the cut falls
     does not matter). Range after range, a row of R stays in cache while its sides are added.
-    The caller holds BLAS back if GEMMs could run meanwhile.
+    The caller holds BLAS back if GEMMs could run meanwhile. ``driver(*args, order, cuts)``,
+    the kernel's numba ``parallel=True`` twin (``kernel(*args, order, cuts[t], cuts[t + 1])``
+    for each run t), runs the runs on numba's threads where
+    :func:`metricfit.parallel.kernel_threads` allows; else the package pool does.
     """
     m, n_threads = first.shape[0], get_threads()
     if n_threads <= 1 or m < 64:
@@ -132,7 +135,12 @@ def scatter_by_points(kernel, first, second, n_points, *args):
     starts, order = _sides_by_range(first, second, *point_ranges(n_points, 2 * m))
     ranges = np.searchsorted(starts, np.arange(1, n_threads) * (2 * m / n_threads))
     cuts = np.concatenate([[0], starts[ranges], [2 * m]])  # side runs, at range boundaries
-    map_blocks(lambda b: kernel(*args, order, cuts[b.start], cuts[b.stop]), n_threads, 1)
+    n_numba = 0 if driver is None else kernel_threads(n_threads)
+    if n_numba:
+        with numba_threads(n_numba):
+            driver(*args, order, cuts)
+    else:
+        map_blocks(lambda b: kernel(*args, order, cuts[b.start], cuts[b.stop]), n_threads, 1)
 
 
 def normalised_points(points, normalise):
