@@ -1,13 +1,14 @@
 """Batch-parallel runs of the serial kernels: fixed work units on a thread pool.
 
 The numba kernels of :mod:`._kernels` are serial and ``nogil=True`` (and NumPy's ``tanh``
-releases the GIL), so Python threads run them side by side on slices of one batch. This keeps
-``cache=True`` on every kernel (numba's ``parallel=True`` cannot be cached safely when the
-thread count changes). The GEMMs of C5 and F6 (a few milliseconds) run between the threaded
-sections; :func:`blas_single_threaded` keeps BLAS on one thread around a whole pass, because
-OpenBLAS's idle workers spin after each GEMM and take the cores from the kernel threads
-(measured, 64 pairs, 2 threads: 157-161 ms per training step with OpenBLAS on 2 threads,
-117-122 ms with it on 1).
+releases the GIL), so Python threads run them side by side on slices of one batch, with
+``cache=True`` on every kernel. (The linear losses' kernel sections moved to numba
+``parallel=True`` drivers, :mod:`metricfit.parallel`; the convnet's layers have not: their
+units are Python closures around several kernels and GEMMs.) The GEMMs of C5 and F6 (a few
+milliseconds) run between the threaded sections; :func:`blas_single_threaded` keeps BLAS on
+one thread around a whole pass, because OpenBLAS's idle workers spin after each GEMM and take
+the cores from the kernel threads (measured, 64 pairs, 2 threads: 157-161 ms per training
+step with OpenBLAS on 2 threads, 117-122 ms with it on 1).
 
 **Work units.** A layer's work is cut into units fixed by the data's sizes alone (an image;
 an image block of ``CHUNK`` images and one output map; a block of GEMM columns), never by the

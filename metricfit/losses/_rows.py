@@ -17,9 +17,14 @@ on four accumulators (:func:`row_sumsq`, :func:`row_dot`): another fixed order, 
 from the single-accumulator one and 1.2-1.8x faster on one core (measured on the 2-core
 machine; a chain of dependent additions was their bound).
 
-Why not ``parallel=True``: its compiled functions cache poorly and its own threads spin next to
-OpenBLAS's (PERF-NOTES.md); a pool of Python threads over ``nogil`` kernels keeps the cache
-and the package's one thread setting.
+Who runs the blocks: each kernel has a numba ``parallel=True`` twin, its *driver* (a
+``prange`` over the same blocks calling the same kernel), which :func:`run_rows` launches on
+numba's threads where :func:`metricfit.parallel.kernel_threads` allows; otherwise the package
+pool runs the blocks. The pool's hand-off (a wake-up and a GIL turn per task) cost more than
+the kernel saved on 16 cores; the driver's is one launch from compiled code (the numbers are in
+:mod:`metricfit.parallel`). Drivers are top-level functions, one per kernel, so that numba
+caches them: a driver taking the kernel as an argument, or made by a closure factory,
+recompiled in every process (measured: no cache hit).
 
 Oversubscription: the kernel sections run between the GEMMs, never beside them, on the same
 number of threads as BLAS (:func:`metricfit.threads` sets both). The pool's idle threads block
