@@ -13,6 +13,11 @@ aborts the process when two threads launch at once (as Dask's or a user's thread
 its hand-off (88-90 microseconds here) is slower than the pool's. Which layer numba loads is
 known only after its first launch, so :func:`threadsafe_layer` launches a one-line probe the
 first time it is asked, and remembers the answer.
+
+After a fork: GNU OpenMP's threads do not survive it, and numba terminates a child that launches
+them again ("fork() called from a process already using GNU OpenMP"). A child forked after the
+OpenMP layer was launched (``multiprocessing``'s "fork" start method) therefore runs its kernel
+sections on the package pool; a child forked before launches its own.
 """
 
 import contextlib
@@ -24,7 +29,8 @@ import numpy as np
 from numba import njit, prange
 
 SAFE_LAYERS = ("omp", "tbb")
-_ANSWER = []
+_ANSWER = []  # [usable] once probed
+_LAYER = []  # [numba's layer] once probed
 _LOCK = threading.Lock()
 
 
@@ -43,7 +49,8 @@ def threadsafe_layer():
                 try:
                     with _passive_openmp():
                         _probe(np.zeros(2))
-                    _ANSWER.append(numba.threading_layer() in SAFE_LAYERS)
+                    _LAYER.append(numba.threading_layer())
+                    _ANSWER.append(_LAYER[0] in SAFE_LAYERS)
                 except Exception:  # no layer at all: the pool runs everything
                     _ANSWER.append(False)
     return _ANSWER[0]
@@ -67,3 +74,14 @@ def _passive_openmp():
         yield
     finally:
         del os.environ["OMP_WAIT_POLICY"]
+
+
+def _after_fork_in_child():
+    """In a forked child: no more launches where the parent launched OpenMP (see above)."""
+    global _LOCK
+    _LOCK = threading.Lock()  # the parent's may have been held by another thread
+    if _LAYER and _LAYER[0] == "omp":
+        _ANSWER[0] = False
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

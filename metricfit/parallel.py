@@ -157,6 +157,15 @@ def threads(n):
         _CONTEXT.reset(token)
 
 
+def _forget_pools():
+    """In a forked child: the parent's pool threads do not exist there (a task handed to them
+    would wait forever); the child starts its own on first use."""
+    _POOLS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pools)
+
+
 def _pool(n):
     if n not in _POOLS:
         _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="metricfit")

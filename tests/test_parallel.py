@@ -1,5 +1,8 @@
 """The package-wide thread setting (metricfit.parallel): precedence, validation, fixed blocks."""
 
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -187,3 +190,43 @@ def test_kernel_threads_are_capped_by_numba_and_zero_inside_the_pool(monkeypatch
     with metricfit.threads(1):
         monkeypatch.delenv("METRICFIT_KERNEL_THREADS")
         assert parallel.kernel_threads(1000) == 0
+
+
+FORKED_CHILDREN = """
+import multiprocessing as mp
+import numpy as np
+import metricfit
+from metricfit.cnn import ConvNetwork, network_spec
+from metricfit.losses import tsml
+
+rng = np.random.default_rng(0)
+X1, X2 = rng.standard_normal((4800, 20)), rng.standard_normal((4800, 20))
+s = np.sign(rng.standard_normal(4800))
+net = ConvNetwork(network_spec((56, 46)))
+theta, images = net.init(0), rng.standard_normal((32, 56, 46)).astype(np.float32)
+
+def work(_):
+    with metricfit.threads(2):
+        J = tsml.objective(X1, X2, s)(np.eye(20))[0]
+        return J, float(net.transform(theta, images, 32).sum())
+
+if __name__ == "__main__":
+    parent = work(0)  # launches the pools and numba's threads
+    with mp.get_context("fork").Pool(2) as pool:
+        children = pool.map_async(work, range(2)).get(timeout=60)
+    print(children == [parent, parent])
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_child_forked_after_the_threads_started_computes_the_same(tmp_path):
+    """A child forked (multiprocessing's "fork") after the parent ran kernels on several threads
+    gets the same numbers: the parent's pool threads do not exist in it and numba terminates a
+    child that relaunches GNU OpenMP, so the child makes its own pool (before the fix it waited
+    forever on the parent's pool, or was terminated)."""
+    script = tmp_path / "fork_children.py"
+    script.write_text(FORKED_CHILDREN)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True", done.stdout + done.stderr[-2000:]

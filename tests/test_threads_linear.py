@@ -374,3 +374,34 @@ def test_the_scatter_cuts_the_points_into_ranges_of_whole_points(n_points):
             set(points[lo:hi].tolist())), first, second, n_points)
     assert len(seen) == 3 and not (seen[0] & seen[1] or seen[1] & seen[2] or seen[0] & seen[2])
     assert set.union(*seen) == set(points.tolist())
+
+
+def test_callers_on_several_threads_at_once_get_the_serial_bits(monkeypatch):
+    """Kernel sections launched from several Python threads at once (a user's threads, Dask's)
+    on numba's threads or the pool: each caller gets the bits of a lone call."""
+    import threading
+
+    monkeypatch.setattr(_rows, "ROW_ELEMENTS", 64)
+    X1, X2, s, A = _data("float64")
+    points, index, si = _index_data("float64")
+    f, fi = ddml.objective(X1, X2, s), ldml.index_objective(points, index, si)
+    theta = _ldml_theta(D, "float64")
+    with metricfit.threads(2):
+        expected = (_as_bytes(f(A)), _as_bytes(fi(theta)))
+    results, errors = [], []
+
+    def caller():
+        try:
+            with metricfit.threads(2):
+                for _ in range(20):
+                    results.append((_as_bytes(f(A)), _as_bytes(fi(theta))))
+        except Exception as error:  # pragma: no cover (reported below)
+            errors.append(error)
+
+    callers = [threading.Thread(target=caller) for _ in range(3)]
+    for thread in callers:
+        thread.start()
+    for thread in callers:
+        thread.join(timeout=120)
+    assert not errors and len(results) == 60
+    assert all(result == expected for result in results)

@@ -30,6 +30,7 @@ the package setting :func:`metricfit.parallel.get_threads` (:func:`metricfit.thr
 import contextlib
 import contextvars
 import itertools
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -77,6 +78,9 @@ def blas_single_threaded():
     :func:`metricfit.parallel.blas_threads` ``(1)``, which does nothing inside another such
     block."""
     return blas_threads(1)
+
+
+os.register_at_fork(after_in_child=_POOLS.clear)  # a forked child has none of the threads
 
 
 def _pool(n):
