@@ -12,7 +12,9 @@ from numba import njit, prange
 from ._rows import row_dot
 
 __all__ = ["pair_cost_weight", "weight_rows", "weight_rows_parallel", "ordered_sums2",
-           "index_weight_rows", "index_weights_scatter", "index_scatter_sides", "probability"]
+           "index_distance", "index_weight_rows", "index_weights_scatter", "index_scatter_sides",
+           "probability"]
+
 
 @njit(cache=True)
 def pair_cost_weight(dist, si, b):  # pragma: no cover (compiled)
@@ -62,6 +64,17 @@ def ordered_sums2(out):  # pragma: no cover (compiled)
     return total, sum_w
 
 
+@njit(cache=True, nogil=True, inline="always")
+def index_distance(E, p, q, d):  # pragma: no cover (compiled)
+    """``(E[p] - E[q])[:d] . (E[p] - E[q])[d:] = delta^T M delta`` for rows of E = [X M, X],
+    in float64, column after column."""
+    dist = 0.0
+    for j in range(d):
+        dist += ((np.float64(E[p, j]) - np.float64(E[q, j]))
+                 * (np.float64(E[p, d + j]) - np.float64(E[q, d + j])))
+    return dist
+
+
 @njit(cache=True, nogil=True)
 def index_weight_rows(E, first, second, s, b, out, lo, hi):  # pragma: no cover (compiled)
     """For the pairs lo..hi-1 (p_i, q_i) of rows of E = [X M, X] (n_points, 2d): the distance
@@ -70,10 +83,7 @@ def index_weight_rows(E, first, second, s, b, out, lo, hi):  # pragma: no cover 
     d = E.shape[1] // 2
     for i in range(lo, hi):
         p, q = first[i], second[i]
-        dist = 0.0
-        for j in range(d):
-            dist += ((np.float64(E[p, j]) - np.float64(E[q, j]))
-                     * (np.float64(E[p, d + j]) - np.float64(E[q, d + j])))
+        dist = index_distance(E, p, q, d)
         J, w = pair_cost_weight(dist, np.float64(s[i]), b)
         out[i, 0] = J
         out[i, 1] = w
@@ -95,10 +105,7 @@ def index_weights_scatter(E, first, second, s, b, R, out):  # pragma: no cover (
     m, d = first.shape[0], R.shape[1]
     for i in range(m):
         p, q = first[i], second[i]
-        dist = 0.0
-        for j in range(d):
-            dist += ((np.float64(E[p, j]) - np.float64(E[q, j]))
-                     * (np.float64(E[p, d + j]) - np.float64(E[q, d + j])))
+        dist = index_distance(E, p, q, d)
         J, w = pair_cost_weight(dist, np.float64(s[i]), b)
         out[i, 0] = J
         out[i, 1] = w

@@ -160,9 +160,10 @@ def _index_side_rows_parallel(E, first, second, s, W, R, order, cuts):  # pragma
 
 # kernel(P1, P2, s) -> sum_i J_i on every core, summed in pair order (metricfit.losses._rows);
 # over index pairs, the two passes of metricfit.losses._index (four scalars a pair)
-_embedding_grad_inplace = PairKernel(_grad_rows, index=IndexRows(
-    _index_pair_rows, _index_side_rows, 4, _index_pair_rows_parallel, _index_side_rows_parallel),
-                                      driver=_grad_rows_parallel)
+_embedding_grad_inplace = PairKernel(
+    _grad_rows, driver=_grad_rows_parallel,
+    index=IndexRows(_index_pair_rows, _index_side_rows, 4, _index_pair_rows_parallel,
+                    _index_side_rows_parallel))
 
 
 def embedding_cost_grad(a, b, s, validated=False):

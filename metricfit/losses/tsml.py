@@ -170,9 +170,10 @@ def _index_side_rows_parallel(E, first, second, s, W, R, order, cuts):  # pragma
 
 # kernel(P1, P2, s) -> sum_i J_i on every core, summed in pair order (metricfit.losses._rows);
 # over index pairs, the two passes of metricfit.losses._index (one scalar a pair: 1/|c_i|)
-_embedding_grad_inplace = PairKernel(_grad_rows, index=IndexRows(
-    _index_pair_rows, _index_side_rows, 1, _index_pair_rows_parallel, _index_side_rows_parallel),
-                                      driver=_grad_rows_parallel)
+_embedding_grad_inplace = PairKernel(
+    _grad_rows, driver=_grad_rows_parallel,
+    index=IndexRows(_index_pair_rows, _index_side_rows, 1, _index_pair_rows_parallel,
+                    _index_side_rows_parallel))
 
 
 def _normalise_rows_inplace(C):
