@@ -218,9 +218,17 @@ def kernel_threads(n_tasks):
     result.
     """
     n = min(get_threads(), n_tasks, int(numba.config.NUMBA_NUM_THREADS))
-    if n <= 1 or _in_pool() or os.environ.get("METRICFIT_KERNEL_THREADS") == "pool":
+    if n <= 1 or _in_pool() or _kernel_launcher() == "pool":
         return 0
     return n if threadsafe_layer() else 0
+
+
+def _kernel_launcher():
+    value = os.environ.get("METRICFIT_KERNEL_THREADS", "").strip().lower()
+    if value not in ("", "numba", "pool"):
+        raise ValueError("METRICFIT_KERNEL_THREADS must be 'numba' (the default) or 'pool', "
+                         f"got {os.environ['METRICFIT_KERNEL_THREADS']!r}.")
+    return value or "numba"
 
 
 @contextlib.contextmanager

@@ -230,3 +230,12 @@ def test_a_child_forked_after_the_threads_started_computes_the_same(tmp_path):
                           timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "True", done.stdout + done.stderr[-2000:]
+
+
+def test_a_bad_kernel_launcher_setting_is_named(monkeypatch):
+    monkeypatch.setenv("METRICFIT_KERNEL_THREADS", "openmp")
+    with metricfit.threads(2), pytest.raises(ValueError, match="METRICFIT_KERNEL_THREADS"):
+        parallel.kernel_threads(100)
+    monkeypatch.setenv("METRICFIT_KERNEL_THREADS", " Pool ")
+    with metricfit.threads(2):
+        assert parallel.kernel_threads(100) == 0

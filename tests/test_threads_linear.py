@@ -405,3 +405,43 @@ def test_callers_on_several_threads_at_once_get_the_serial_bits(monkeypatch):
         thread.join(timeout=120)
     assert not errors and len(results) == 60
     assert all(result == expected for result in results)
+
+
+DRIVER_CACHE = """
+import numpy as np
+import metricfit
+from metricfit.losses import _rows, tsml
+
+_rows.ROW_ELEMENTS = 128  # blocks of 16 rows of 8 entries: 25 blocks, so 2 threads launch
+rng = np.random.default_rng(0)
+X1, X2 = rng.standard_normal((400, 8)), rng.standard_normal((400, 8))
+s = np.sign(rng.standard_normal(400))
+with metricfit.threads(2):
+    tsml.objective(X1, X2, s)(np.eye(8))
+stats = tsml._normalise_rows_parallel.stats
+print(metricfit._numba_layer.threadsafe_layer(), sum(stats.cache_hits.values()),
+      sum(stats.cache_misses.values()))
+"""
+
+
+def test_the_drivers_are_cached_between_processes(tmp_path):
+    """``cache=True`` works for the parallel drivers: a second process loads what the first
+    compiled (a driver that took its kernel as an argument, or came from a closure, would
+    recompile in every process)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "driver_cache.py"
+    script.write_text(DRIVER_CACHE)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NUMBA_NUM_THREADS": "2"}
+    env.pop("METRICFIT_KERNEL_THREADS", None)
+    runs = [subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                           env=env, timeout=300) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    (usable, hits1, misses1), (_, hits2, misses2) = (run.stdout.split() for run in runs)
+    if usable != "True":
+        pytest.skip("numba's threading layer is not thread-safe here: no driver runs")
+    assert (int(hits1), int(misses1)) == (0, 1)  # compiled in the first process ...
+    assert (int(hits2), int(misses2)) == (1, 0)  # ... loaded from the cache in the second
