@@ -163,7 +163,8 @@ def _forget_pools():
     _POOLS.clear()
 
 
-os.register_at_fork(after_in_child=_forget_pools)
+if hasattr(os, "register_at_fork"):  # POSIX (no fork elsewhere)
+    os.register_at_fork(after_in_child=_forget_pools)
 
 
 def _pool(n):

@@ -80,7 +80,8 @@ def blas_single_threaded():
     return blas_threads(1)
 
 
-os.register_at_fork(after_in_child=_POOLS.clear)  # a forked child has none of the threads
+if hasattr(os, "register_at_fork"):  # a forked child has none of the threads
+    os.register_at_fork(after_in_child=_POOLS.clear)
 
 
 def _pool(n):
