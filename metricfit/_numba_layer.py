@@ -4,9 +4,9 @@ A kernel section between two GEMMs is a few tasks of a millisecond or less. Hand
 package's pool of Python threads (:func:`metricfit.parallel.map_blocks`) each task costs a
 wake-up and a turn at the GIL, one after another: 46-63 microseconds for one hand-off on the
 project's 2-core machine, 358 for sixteen on a 16-core Xeon, where they cost more than the
-kernel saved (docs/results/timing.md). A numba ``parallel=True`` driver wakes its threads from compiled
-code: 1.4 microseconds for the same hand-off (GNU OpenMP, spinning) and 7.7 (OpenMP passive),
-47 for sixteen on the Xeon, measured by ``benchmarks/handoff.py``.
+kernel saved (docs/results/timing.md). A numba ``parallel=True`` driver wakes its threads
+from compiled code: 1.4 microseconds for the same hand-off (GNU OpenMP, spinning) and 7.7
+(OpenMP passive), 47 for sixteen on the Xeon, measured by ``benchmarks/handoff.py``.
 
 Only a thread-safe threading layer is used (``omp`` or ``tbb``): numba's ``workqueue`` layer
 aborts the process when two threads launch at once (as Dask's or a user's threads may) and
