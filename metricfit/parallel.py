@@ -11,10 +11,11 @@ metricfit's data-parallel kernels are serial numba functions compiled with ``nog
   through the pool costs a wake-up and a turn at the GIL per task, one after another: 358
   microseconds for 16 tasks on a 16-core Xeon against 47 for the driver (``benchmarks/
   handoff.py``), and the kernel sections ran no faster on 16 threads than on 4 through the
-  pool (docs/results/timing.md). :func:`kernel_threads` decides, per call: the driver only
-  where numba's threading layer is thread-safe (OpenMP or TBB: :mod:`metricfit._numba_layer`,
-  which also keeps GNU OpenMP's threads from spinning after each section), never nested in a
-  pool thread, and never with ``METRICFIT_KERNEL_THREADS=pool``. The drivers are cached
+  pool (docs/results/timing.md). :func:`launch` runs a driver where :func:`kernel_threads`
+  allows, per call: only where numba's threading layer is thread-safe (OpenMP or TBB:
+  :mod:`metricfit._numba_layer`, which also keeps GNU OpenMP's threads from spinning after
+  each section), never nested in a pool thread, and never with
+  ``METRICFIT_KERNEL_THREADS=pool``. The drivers are cached
   (``cache=True`` with ``parallel=True`` works in numba 0.68 across thread counts; the first
   call of a process on a cold cache compiles them, about 0.4 s each).
 
@@ -230,6 +231,18 @@ def _kernel_launcher():
         raise ValueError("METRICFIT_KERNEL_THREADS must be 'numba' (the default) or 'pool', "
                          f"got {os.environ['METRICFIT_KERNEL_THREADS']!r}.")
     return value or "numba"
+
+
+def launch(driver, n_tasks, *args):
+    """``driver(*args)``, a numba ``parallel=True`` driver over ``n_tasks`` fixed tasks, on
+    :func:`kernel_threads` numba threads; returns False without calling it where that is 0
+    (``driver`` None included), and the caller then runs the tasks on the pool."""
+    n = 0 if driver is None else kernel_threads(n_tasks)
+    if not n:
+        return False
+    with numba_threads(n):
+        driver(*args)
+    return True
 
 
 @contextlib.contextmanager

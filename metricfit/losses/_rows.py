@@ -51,7 +51,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 from numba import njit
 
-from ..parallel import get_threads, kernel_threads, map_blocks, numba_threads
+from ..parallel import get_threads, launch, map_blocks
 
 __all__ = ["run_rows", "run_blocks", "ordered_sum", "grouped_sum", "row_block", "tiny",
            "PairKernel", "IndexRows", "row_sumsq", "row_dot"]
@@ -103,11 +103,7 @@ def run_rows(kernel, n_rows, width, *args, driver=None):
     is the same call either way, so the result is too.
     """
     block = row_block(width)
-    n = 0 if driver is None else kernel_threads(-(-n_rows // block))
-    if n:
-        with numba_threads(n):
-            driver(*args, n_rows, block)
-    else:
+    if not launch(driver, -(-n_rows // block), *args, n_rows, block):
         run_blocks(lambda lo, hi: kernel(*args, lo, hi), n_rows, width)
 
 

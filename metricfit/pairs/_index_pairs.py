@@ -9,7 +9,7 @@ from numbers import Integral
 import numpy as np
 from numba import njit
 
-from ..parallel import get_threads, kernel_threads, map_blocks, numba_threads
+from ..parallel import get_threads, launch, map_blocks
 
 __all__ = ["IndexPairs"]
 
@@ -135,11 +135,7 @@ def scatter_by_points(kernel, first, second, n_points, *args, driver=None):
     starts, order = _sides_by_range(first, second, *point_ranges(n_points, 2 * m))
     ranges = np.searchsorted(starts, np.arange(1, n_threads) * (2 * m / n_threads))
     cuts = np.concatenate([[0], starts[ranges], [2 * m]])  # side runs, at range boundaries
-    n_numba = 0 if driver is None else kernel_threads(n_threads)
-    if n_numba:
-        with numba_threads(n_numba):
-            driver(*args, order, cuts)
-    else:
+    if not launch(driver, n_threads, *args, order, cuts):
         map_blocks(lambda b: kernel(*args, order, cuts[b.start], cuts[b.stop]), n_threads, 1)
 
 
