@@ -298,6 +298,9 @@ def main(argv=None):
     os.environ.update(_env(args.threads))  # for the subprocesses
     limits = _limit_threads(args.threads)  # this process's BLAS pool
     print(f"load average {os.getloadavg()}, {os.cpu_count()} CPUs, threads={args.threads}")
+    from metricfit.cli.bench import print_target
+
+    print_target()  # numba's code: built for this processor's vector units, or narrower
     first, cached = (None, None) if args.no_compile else compile_times(args.threads)
     if first is not None:
         print(f"first call: {first:.2f} s with an empty numba cache (compile), {cached:.2f} s "

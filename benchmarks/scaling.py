@@ -291,8 +291,11 @@ def environment():
     from threadpoolctl import threadpool_info
 
     import metricfit
+    from metricfit.parallel import numba_target
 
+    target = numba_target()
     return {"cpu_count": os.cpu_count(), "numpy": np.__version__, "numba": numba.__version__,
+            "numba_target": {**target._asdict(), "narrower": target.narrower},
             "numba_threads": numba.config.NUMBA_NUM_THREADS,
             "metricfit_threads": metricfit.get_threads(),
             "pools": [{k: pool.get(k) for k in ("user_api", "internal_api", "version",
@@ -363,9 +366,12 @@ def print_table(rows, environments):
         pools = ", ".join(f"{p['user_api']}: {p['internal_api']} {p.get('version') or ''} "
                           f"{p.get('architecture') or ''} x{p['num_threads']}"
                           for p in env.get("pools", []))
+        target = env.get("numba_target", {})
         print(f"threads {n}: metricfit {env.get('metricfit_threads')}, numba "
               f"{env.get('numba_threads')}; {pools or 'no threadpool info'}; "
-              f"{SPIN_VAR}={env.get('vars', {}).get(SPIN_VAR)}")
+              f"{SPIN_VAR}={env.get('vars', {}).get(SPIN_VAR)}; numba compiles for "
+              f"'{target.get('cpu_name')}' ({target.get('simd')}), the processor has "
+              f"{target.get('host_simd')}" + (" (NARROWER)" if target.get("narrower") else ""))
     print(f"{'workload':<24} {'threads':>7} {'ms':>10} {'speed-up':>9} {'x bound':>8} "
           f"{'wall s':>7}")
     for r in rows:

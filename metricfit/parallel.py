@@ -34,6 +34,11 @@ the kernel threads that run between two products. metricfit sets it (to 16: some
 microseconds) when it is imported before numpy; :func:`blas_idle_spin` says whether that
 happened (:mod:`metricfit._blas_env`).
 
+What numba compiles for: :func:`numba_target` and :func:`codegen_warning` say when numba's code
+is built for a narrower vector level than the processor has (``NUMBA_CPU_NAME=generic``, or AVX
+turned off for a CPU name a virtual machine reports: 2.4-2.5x slower convnet training on
+the 2-core machine; :mod:`metricfit._numba_target`). ``metricfit bench`` prints it.
+
 Examples
 --------
 >>> import metricfit
@@ -52,9 +57,10 @@ from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
 
 from ._blas_env import idle_spin as blas_idle_spin
 from ._numba_layer import threadsafe_layer
+from ._numba_target import NumbaTarget, codegen_warning, numba_target
 
 __all__ = ["threads", "set_threads", "get_threads", "n_jobs_threads", "blas_threads",
-           "blas_idle_spin",
+           "blas_idle_spin", "numba_target", "codegen_warning", "NumbaTarget",
            "map_blocks", "blocks"]
 
 _CONTEXT = contextvars.ContextVar("metricfit_threads", default=None)

@@ -4,6 +4,7 @@ machine's cores, with the speed-up and the ratio to the bound."""
 
 import functools
 import os
+import sys
 import time
 
 import numpy as np
@@ -22,10 +23,24 @@ def run(args):
     inside ``metricfit.threads(--threads)`` (BLAS and metricfit's kernels alike)."""
     from ..parallel import threads
 
+    print_target()
     if args.scaling:
         return scaling(args)
     with threads(args.threads):
         return _timings(args)
+
+
+def print_target():
+    """What numba compiles metricfit's kernels for, and a warning (stderr) where that is
+    narrower than this processor (:func:`metricfit.parallel.codegen_warning`)."""
+    from ..parallel import codegen_warning, numba_target
+
+    target = numba_target()
+    print(f"numba compiles for '{target.cpu_name}' ({target.simd or 'as named'}); this "
+          f"processor: '{target.host_cpu_name}' ({target.host_simd or 'unknown'})")
+    message = codegen_warning(target)
+    if message:
+        print(f"warning: {message}", file=sys.stderr)
 
 
 def _timings(args):
