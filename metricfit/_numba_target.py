@@ -20,6 +20,7 @@ that names its cause and the setting that removes it. Nothing here compiles anyt
 
 import os
 import platform
+import warnings
 from typing import NamedTuple
 
 SIMD_LEVELS = ("sse2", "sse4.2", "avx", "avx2", "avx512f")
@@ -35,7 +36,9 @@ OPENBLAS_LEVELS = {"sandybridge": "avx", "haswell": "avx2", "zen": "avx2",
 
 SETTINGS = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_ENABLE_AVX")
 
-__all__ = ["NumbaTarget", "numba_target", "codegen_warning", "SIMD_LEVELS"]
+__all__ = ["NumbaTarget", "numba_target", "codegen_warning", "warn_if_narrower", "SIMD_LEVELS"]
+
+_WARNED = []  # [True] once warn_if_narrower has looked, in this process
 
 
 class NumbaTarget(NamedTuple):
@@ -186,3 +189,18 @@ def codegen_warning(target=None):
     return head + (f"Cause: LLVM's detection of this processor ('{target.host_cpu_name}'). "
                    f"NUMBA_CPU_NAME={named} NUMBA_CPU_FEATURES=+{target.host_simd} compiles "
                    f"for its level.")
+
+
+def warn_if_narrower(stacklevel=3):
+    """Once a process (the first fit that runs numba's kernels at length): a RuntimeWarning
+    with :func:`codegen_warning`'s message where numba's code is narrower than the processor.
+    Never an error: where the look itself fails, nothing is said."""
+    if _WARNED:
+        return
+    _WARNED.append(True)
+    try:
+        message = codegen_warning()
+    except Exception:  # an unusual platform: the fit goes on without the advice
+        return
+    if message:
+        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)

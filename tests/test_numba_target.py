@@ -118,3 +118,35 @@ def test_numba_cpu_name_generic_in_a_fresh_process():
     name, simd, settings = json.loads(out.strip().splitlines()[-1])
     assert name == "generic" and settings["NUMBA_CPU_NAME"] == "generic"
     assert simd == ("sse2" if os.uname().machine == "x86_64" else None)
+
+
+def _fit_tsml():
+    import numpy as np
+
+    from metricfit import TSML
+
+    rng = np.random.default_rng(0)
+    pairs = rng.standard_normal((40, 2, 5))
+    y = np.repeat([1, -1], 20)
+    TSML(max_iter=3).fit(pairs, y)
+
+
+def test_the_first_fit_of_a_process_warns_once(monkeypatch, recwarn):
+    monkeypatch.setattr(nt, "_WARNED", [])
+    monkeypatch.setattr(nt, "codegen_warning", lambda: "numba compiles narrower (test)")
+    _fit_tsml()
+    _fit_tsml()
+    ours = [w for w in recwarn if issubclass(w.category, RuntimeWarning)
+            and "narrower (test)" in str(w.message)]
+    assert len(ours) == 1 and ours[0].filename == __file__  # points at the caller of fit
+
+
+def test_a_failing_look_never_stops_a_fit(monkeypatch, recwarn):
+    def broken():
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(nt, "_WARNED", [])
+    monkeypatch.setattr(nt, "codegen_warning", broken)
+    _fit_tsml()
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)
+                and "numba compiles" in str(w.message)]

@@ -22,6 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
+from .._numba_target import warn_if_narrower
 from .._validation import Interval, StrOptions, validate_params
 from ..losses import ALIASES as LOSS_ALIASES
 from ..losses import PAIR_LOSSES, get_loss, loss_params
@@ -179,6 +180,7 @@ class SiameseLearner(SolverMixin, FittedMappingMixin, PairLearnerMixin, BaseEsti
         if xp is not None:
             return fit_siamese_on_device(self, xp, pairs, y)
         with self._fit_context():
+            warn_if_narrower(stacklevel=4)  # once a process: the caller of fit
             loss, params = self._loss()
             data = self._check_fit_input(pairs, y, **fit_params)
             mapping = self._mapping_for(data)
