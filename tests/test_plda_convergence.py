@@ -126,3 +126,28 @@ def test_similar_pair_classes_components_are_the_index_components(seed, singleto
     assert_allclose(Xa[order_a], Xb[order_b])
     pa, pb = ca[order_a], cb[order_b]
     assert (np.equal.outer(pa, pa) == np.equal.outer(pb, pb)).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), d=st.integers(1, 40), spread=st.floats(1.0, 1e6))
+def test_the_cholesky_inverse_and_log_determinant_match_the_lu_ones(seed, d, spread):
+    """EM's ``(S^-1, log|S|)`` on NumPy (one Cholesky factorisation, LAPACK potrf / potri)
+    against ``inv`` and ``slogdet`` (LU): the same to rounding, and S^-1 exactly symmetric."""
+    from metricfit.backend.plda_em import inverse_and_logdet
+
+    rng = np.random.default_rng(seed)
+    Q = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    S = (Q * rng.uniform(1.0, spread, size=d)) @ Q.T  # SPD, condition number <= spread
+    S = 0.5 * (S + S.T)
+    inverse, logdet = inverse_and_logdet(np, S)
+    assert np.array_equal(inverse, inverse.T)
+    assert_allclose(inverse, np.linalg.inv(S), rtol=1e-9, atol=1e-9 * np.abs(inverse).max())
+    assert logdet == pytest.approx(np.linalg.slogdet(S)[1], rel=1e-10, abs=1e-9)
+
+
+def test_a_covariance_that_is_not_positive_definite_is_an_error():
+    from metricfit.backend.plda_em import inverse_and_logdet
+
+    for S in (np.diag([1.0, -1.0]), np.zeros((2, 2))):
+        with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+            inverse_and_logdet(np, S)
