@@ -37,7 +37,7 @@ def weight_rows(DM, D, s, b, tiny, out, lo, hi):  # pragma: no cover (compiled)
     """
     d = D.shape[1]
     for i in range(lo, hi):
-        dist = row_dot(DM, D, i)  # float64, four accumulators
+        dist = row_dot(DM, D, i)  # float64, vector lanes in a fixed order
         J, w = pair_cost_weight(dist, np.float64(s[i]), b)
         out[i, 0] = J
         out[i, 1] = w

@@ -13,9 +13,11 @@ block it falls in, and the sum runs in one fixed order, so cost and gradient are
 for bit on 1, 2 or 16 threads. The pair costs are summed in the order of the serial kernels
 these replace (one accumulator, pair after pair); the embedding kernels (the composition, index
 pairs) give their results bit for bit. The prepared TSML, DDML and LDML kernels sum each row
-on four accumulators (:func:`row_sumsq`, :func:`row_dot`): another fixed order, a few ulp
-from the single-accumulator one and 1.2-1.8x faster on one core (measured on the 2-core
-machine; a chain of dependent additions was their bound).
+on vector registers (:func:`row_sumsq`, :func:`row_dot`: 16 float64 lanes in a fixed order,
+:mod:`metricfit.losses._simd_rows`): another fixed order, a few ulp from the
+single-accumulator one. On the 2-core machine the row sums of 4,800 rows of 300 took 0.084 /
+0.234 ms (float32 / float64) against 0.61 / 0.52 ms on the four scalar accumulators used
+before (which had been 1.2-1.8x faster than one).
 
 Who runs the blocks: each kernel has a numba ``parallel=True`` twin, its *driver* (a
 ``prange`` over the same blocks calling the same kernel), which :func:`run_rows` launches on
@@ -52,6 +54,7 @@ import numpy as np
 from numba import njit
 
 from ..parallel import get_threads, launch, map_blocks
+from ._simd_rows import row_dot
 
 __all__ = ["run_rows", "run_blocks", "ordered_sum", "grouped_sum", "row_block", "tiny",
            "PairKernel", "IndexRows", "row_sumsq", "row_dot"]
@@ -210,28 +213,7 @@ class PairKernel:
 
 
 @njit(cache=True, nogil=True)
-def row_dot(X, Y, i):  # pragma: no cover (compiled)
-    """``sum_j X[i, j] Y[i, j]`` in float64, on four accumulators (entries j = 0, 1, 2, 3
-    mod 4; the tail onto the first) added as ``(s0 + s1) + (s2 + s3)``: a fixed order that
-    breaks the chain of dependent additions a single accumulator makes."""
-    k = X.shape[1]
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    stop = k - k % 4
-    for j in range(0, stop, 4):
-        s0 += np.float64(X[i, j]) * np.float64(Y[i, j])
-        s1 += np.float64(X[i, j + 1]) * np.float64(Y[i, j + 1])
-        s2 += np.float64(X[i, j + 2]) * np.float64(Y[i, j + 2])
-        s3 += np.float64(X[i, j + 3]) * np.float64(Y[i, j + 3])
-    for j in range(stop, k):
-        s0 += np.float64(X[i, j]) * np.float64(Y[i, j])
-    return (s0 + s1) + (s2 + s3)
-
-
-@njit(cache=True, nogil=True)
 def row_sumsq(X, i):  # pragma: no cover (compiled)
-    """``sum_j X[i, j]^2`` in float64, in the order of :func:`row_dot` (it is ``row_dot(X, X,
-    i)``)."""
+    """``sum_j X[i, j]^2`` in float64, in the fixed order of :func:`row_dot` (it is
+    ``row_dot(X, X, i)``: vector lanes, :mod:`metricfit.losses._simd_rows`)."""
     return row_dot(X, X, i)

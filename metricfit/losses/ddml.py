@@ -88,7 +88,7 @@ def _delta_rows(P, s, T, tau, tiny, out, lo, hi):  # pragma: no cover (compiled)
     """
     k = P.shape[1]
     for i in range(lo, hi):
-        dd = row_sumsq(P, i)  # float64, four accumulators
+        dd = row_sumsq(P, i)  # float64, vector lanes in a fixed order
         si = np.float64(s[i])
         sp, sig = _softplus_sigmoid(T * (1.0 - si * (tau - dd)))
         out[i] = 0.5 * sp / T

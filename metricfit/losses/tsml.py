@@ -104,10 +104,10 @@ def _grad_rows_parallel(P1, P2, s, out, n_rows, block):  # pragma: no cover
 @njit(cache=True, nogil=True)
 def _normalise_rows(C, out, lo, hi):  # pragma: no cover (compiled)
     """Rows lo..hi-1 of C: c_i -> c_i/|c_i| in place (0 where c_i = 0), ``out[i] = |c_i|``
-    (|c_i|^2 summed in float64 on four accumulators, :func:`metricfit.losses._rows.row_sumsq`)."""
+    (|c_i|^2 summed in float64 on vector lanes, :func:`metricfit.losses._rows.row_sumsq`)."""
     k = C.shape[1]
     for i in range(lo, hi):
-        norm_c = np.sqrt(row_sumsq(C, i))  # float64, four accumulators
+        norm_c = np.sqrt(row_sumsq(C, i))  # float64, vector lanes in a fixed order
         out[i] = norm_c
         inv = 1.0 / norm_c if norm_c > 0.0 else 0.0
         for j in range(k):

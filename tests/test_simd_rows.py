@@ -1,0 +1,73 @@
+"""The row dot products of the prepared TSML / DDML / LDML kernels (metricfit.losses._simd_rows):
+vector lanes in a fixed order, the same bits as the plain-NumPy twin, on any layout."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+from metricfit.losses._rows import row_sumsq
+from metricfit.losses._simd_rows import BLOCK, dot_lanes_twin, row_dot
+
+
+@njit
+def _all_rows(X, Y):
+    out = np.empty(X.shape[0])
+    for i in range(X.shape[0]):
+        out[i] = row_dot(X, Y, i)
+    return out
+
+
+@njit
+def _all_sumsq(X):
+    out = np.empty(X.shape[0])
+    for i in range(X.shape[0]):
+        out[i] = row_sumsq(X, i)
+    return out
+
+
+def _twin(X, Y):
+    return np.array([dot_lanes_twin(x, y) for x, y in zip(X, Y, strict=True)])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("k", [0, 1, 7, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 5, 300])
+def test_the_compiled_sums_are_the_twin_s_bits(dtype, k):
+    rng = np.random.default_rng(k)
+    X = (rng.standard_normal((9, k)) * 10.0 ** rng.integers(-6, 6, (9, k))).astype(dtype)
+    Y = rng.standard_normal((9, k)).astype(dtype)
+    expected = _twin(X, Y)
+    assert np.array_equal(_all_rows(X, Y), expected)  # C-contiguous: vector registers
+    assert np.array_equal(_all_rows(np.asfortranarray(X), np.asfortranarray(Y)), expected)
+    assert np.array_equal(_all_rows(X[:, ::-1].copy()[:, ::-1], Y[:, ::-1].copy()[:, ::-1]),
+                          expected)  # strided rows: the scalar form, the same order
+    assert np.array_equal(_all_sumsq(X), _twin(X, X))
+    assert np.array_equal(np.array([row_dot(X, Y, i) for i in range(9)]), expected)  # Python
+
+
+def test_the_order_is_fixed_not_left_to_the_compiler():
+    """Entries that cancel only in a particular order: lane j mod 16, the lanes folded in
+    halves, the tail last (a left-to-right sum gives another number)."""
+    x = np.zeros(2 * BLOCK + 2)
+    x[0], x[BLOCK], x[1], x[-1] = 1e16, -1e16, 1.0, 1.0  # lane 0 cancels; lane 1; the tail
+    X = x[None, :]
+    ones = np.ones_like(X)
+    assert _all_rows(X, ones)[0] == 2.0
+    assert sum(x.tolist()) != 2.0  # in order: 1e16 + 1 loses the 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(0, 70), seed=st.integers(0, 2 ** 16), scale=st.integers(-30, 30))
+def test_any_row_equals_the_twin_and_is_close_to_the_exact_sum(k, seed, scale):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((3, k)) * 2.0 ** scale
+    Y = rng.standard_normal((3, k))
+    got = _all_rows(X, Y)
+    assert np.array_equal(got, _twin(X, Y))
+    products = X * Y  # the rounded products the sums add
+    exact = np.array([math.fsum(row) for row in products])  # their correctly rounded sum
+    bound = 2 * k * np.finfo(np.float64).eps * np.sum(np.abs(products), axis=1)
+    assert np.all(np.abs(got - exact) <= bound)
