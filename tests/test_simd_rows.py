@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from numba import njit
 
 from metricfit.losses._rows import row_sumsq
-from metricfit.losses._simd_rows import BLOCK, dot_lanes_twin, row_dot
+from metricfit.losses._simd_rows import BLOCK, dot_lanes_twin, pair_dot, pair_dot_narrow, row_dot
 
 
 @njit
@@ -71,3 +71,33 @@ def test_any_row_equals_the_twin_and_is_close_to_the_exact_sum(k, seed, scale):
     exact = np.array([math.fsum(row) for row in products])  # their correctly rounded sum
     bound = 2 * k * np.finfo(np.float64).eps * np.sum(np.abs(products), axis=1)
     assert np.all(np.abs(got - exact) <= bound)
+
+
+@njit
+def _pairs_of_rows(X, first, Y, second, narrow):
+    out = np.empty(first.shape[0])
+    for t in range(first.shape[0]):
+        if narrow:
+            out[t] = pair_dot_narrow(X, first[t], Y, second[t])
+        else:
+            out[t] = pair_dot(X, first[t], Y, second[t])
+    return out
+
+
+@pytest.mark.parametrize("narrow", [False, True])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_rows_of_two_arrays_by_index_are_the_twin_s_bits(dtype, narrow):
+    """pair_dot(X, i, Y, j) (index pairs: rows of one embedding E) and its CSML form with
+    products rounded to the rows' dtype first: the twin's bits, vector or scalar form."""
+    rng = np.random.default_rng(7)
+    E = rng.standard_normal((30, 2 * BLOCK + 3)).astype(dtype)
+    first, second = rng.integers(0, 30, 40), rng.integers(0, 30, 40)
+    expected = np.array([dot_lanes_twin(E[p], E[q], narrow) for p, q in zip(first, second,
+                                                                          strict=True)])
+    assert np.array_equal(_pairs_of_rows(E, first, E, second, narrow), expected)
+    assert np.array_equal(_pairs_of_rows(np.asfortranarray(E), first, np.asfortranarray(E),
+                                         second, narrow), expected)
+    if dtype == "float32":  # the two product forms differ in float32 only
+        wide = np.array([dot_lanes_twin(E[p], E[q]) for p, q in zip(first, second,
+                                                                      strict=True)])
+        assert not np.array_equal(expected, wide) if narrow else True

@@ -24,7 +24,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-__all__ = ["LANES", "BLOCK", "row_dot", "pair_dot", "dot_rows", "dot_rows_any", "dot_lanes_twin"]
+__all__ = ["LANES", "BLOCK", "row_dot", "pair_dot", "pair_dot_narrow", "dot_rows",
+           "dot_rows_narrow", "dot_rows_any", "dot_lanes_twin"]
 
 LANES = 8  # float64 lanes of one 64-byte vector
 BLOCK = 2 * LANES  # entries a step: two vector accumulators
@@ -36,74 +37,96 @@ def _c_rows(X, Y):
             and X.dtype in (types.float32, types.float64))
 
 
-@intrinsic
-def dot_rows(typingctx, X, i, Y, j):
-    """``sum_t X[i, t] Y[j, t]`` in float64 in the module's fixed order (X, Y: 2-D
-    C-contiguous arrays of one float dtype and the same width, possibly the same array; rows
-    i, j in bounds: not checked)."""
-    if not (_c_rows(X, Y) and isinstance(i, types.Integer) and isinstance(j, types.Integer)):
-        return None
-    sig = types.float64(X, i, Y, j)
+def _make_dot_rows(widen_first):
+    """The intrinsic of :func:`dot_rows` (``widen_first``: each product formed in float64 from
+    the widened entries) or :func:`dot_rows_narrow` (formed in the entries' dtype, then
+    widened: what CSML's kernel did)."""
 
-    def codegen(context, builder, signature, args):
-        x_type, i_type, y_type, j_type = signature.args
-        item = context.get_value_type(x_type.dtype)
-        f64 = ir.DoubleType()
-        intp = context.get_value_type(types.intp)
-        in_vec, out_vec = ir.VectorType(item, LANES), ir.VectorType(f64, LANES)
-        x_arr = context.make_array(x_type)(context, builder, args[0])
-        y_arr = context.make_array(y_type)(context, builder, args[2])
-        x_index = context.cast(builder, args[1], i_type, types.intp)
-        y_index = context.cast(builder, args[3], j_type, types.intp)
-        k = cgutils.unpack_tuple(builder, x_arr.shape, 2)[1]
-        x_row = builder.gep(x_arr.data, [builder.mul(x_index, k)])
-        y_row = builder.gep(y_arr.data, [builder.mul(y_index, k)])
-        itemsize = context.get_abi_sizeof(item)
+    def dot(typingctx, X, i, Y, j):
+        if not (_c_rows(X, Y) and isinstance(i, types.Integer)
+                and isinstance(j, types.Integer)):
+            return None
+        sig = types.float64(X, i, Y, j)
 
-        def widened(value, vector):
-            if isinstance(item, ir.DoubleType):
-                return value
-            return builder.fpext(value, out_vec if vector else f64)
+        def codegen(context, builder, signature, args):
+            x_type, i_type, y_type, j_type = signature.args
+            item = context.get_value_type(x_type.dtype)
+            f64 = ir.DoubleType()
+            intp = context.get_value_type(types.intp)
+            in_vec, out_vec = ir.VectorType(item, LANES), ir.VectorType(f64, LANES)
+            x_arr = context.make_array(x_type)(context, builder, args[0])
+            y_arr = context.make_array(y_type)(context, builder, args[2])
+            x_index = context.cast(builder, args[1], i_type, types.intp)
+            y_index = context.cast(builder, args[3], j_type, types.intp)
+            k = cgutils.unpack_tuple(builder, x_arr.shape, 2)[1]
+            x_row = builder.gep(x_arr.data, [builder.mul(x_index, k)])
+            y_row = builder.gep(y_arr.data, [builder.mul(y_index, k)])
+            itemsize = context.get_abi_sizeof(item)
+            narrow = isinstance(item, ir.FloatType)  # float32 entries
 
-        def load(row_ptr, offset):
-            ptr = builder.bitcast(builder.gep(row_ptr, [offset]), in_vec.as_pointer())
-            return widened(builder.load(ptr, align=itemsize), True)
+            def product(x, y, vector):
+                if not narrow:
+                    return builder.fmul(x, y)
+                wide = out_vec if vector else f64
+                if widen_first:
+                    return builder.fmul(builder.fpext(x, wide), builder.fpext(y, wide))
+                return builder.fpext(builder.fmul(x, y), wide)
 
-        zero = ir.Constant(out_vec, [ir.Constant(f64, 0.0)] * LANES)
-        accs = [cgutils.alloca_once_value(builder, zero) for _ in range(2)]
-        n_blocks = builder.sdiv(k, ir.Constant(intp, BLOCK))
-        with cgutils.for_range(builder, n_blocks) as block:
-            start = builder.mul(block.index, ir.Constant(intp, BLOCK))
-            for half, acc in enumerate(accs):
-                offset = builder.add(start, ir.Constant(intp, half * LANES))
-                product = builder.fmul(load(x_row, offset), load(y_row, offset))
-                builder.store(builder.fadd(builder.load(acc), product), acc)
-        lanes = builder.fadd(builder.load(accs[0]), builder.load(accs[1]))
-        width = LANES
-        while width > 1:  # fold in halves: lane l += lane l + width / 2
-            width //= 2
-            low = builder.shuffle_vector(lanes, lanes, ir.Constant(
-                ir.VectorType(ir.IntType(32), LANES), list(range(width)) + [0] * (LANES - width)))
-            high = builder.shuffle_vector(lanes, lanes, ir.Constant(
-                ir.VectorType(ir.IntType(32), LANES),
-                list(range(width, 2 * width)) + [0] * (LANES - width)))
-            lanes = builder.fadd(low, high)
-        total = builder.extract_element(lanes, ir.Constant(ir.IntType(32), 0))
-        tail = cgutils.alloca_once_value(builder, ir.Constant(f64, 0.0))
-        first = builder.mul(n_blocks, ir.Constant(intp, BLOCK))
-        with cgutils.for_range(builder, builder.sub(k, first)) as left:
-            j = builder.add(first, left.index)
-            x = widened(builder.load(builder.gep(x_row, [j])), False)
-            y = widened(builder.load(builder.gep(y_row, [j])), False)
-            builder.store(builder.fadd(builder.load(tail), builder.fmul(x, y)), tail)
-        return builder.fadd(total, builder.load(tail))
+            def load(row_ptr, offset):
+                ptr = builder.bitcast(builder.gep(row_ptr, [offset]), in_vec.as_pointer())
+                return builder.load(ptr, align=itemsize)
 
-    return sig, codegen
+            zero = ir.Constant(out_vec, [ir.Constant(f64, 0.0)] * LANES)
+            accs = [cgutils.alloca_once_value(builder, zero) for _ in range(2)]
+            n_blocks = builder.sdiv(k, ir.Constant(intp, BLOCK))
+            with cgutils.for_range(builder, n_blocks) as block:
+                start = builder.mul(block.index, ir.Constant(intp, BLOCK))
+                for half, acc in enumerate(accs):
+                    offset = builder.add(start, ir.Constant(intp, half * LANES))
+                    term = product(load(x_row, offset), load(y_row, offset), True)
+                    builder.store(builder.fadd(builder.load(acc), term), acc)
+            lanes = builder.fadd(builder.load(accs[0]), builder.load(accs[1]))
+            width = LANES
+            while width > 1:  # fold in halves: lane l += lane l + width / 2
+                width //= 2
+                mask = ir.VectorType(ir.IntType(32), LANES)
+                low = builder.shuffle_vector(lanes, lanes, ir.Constant(
+                    mask, list(range(width)) + [0] * (LANES - width)))
+                high = builder.shuffle_vector(lanes, lanes, ir.Constant(
+                    mask, list(range(width, 2 * width)) + [0] * (LANES - width)))
+                lanes = builder.fadd(low, high)
+            total = builder.extract_element(lanes, ir.Constant(ir.IntType(32), 0))
+            tail = cgutils.alloca_once_value(builder, ir.Constant(f64, 0.0))
+            first = builder.mul(n_blocks, ir.Constant(intp, BLOCK))
+            with cgutils.for_range(builder, builder.sub(k, first)) as left:
+                t = builder.add(first, left.index)
+                term = product(builder.load(builder.gep(x_row, [t])),
+                               builder.load(builder.gep(y_row, [t])), False)
+                builder.store(builder.fadd(builder.load(tail), term), tail)
+            return builder.fadd(total, builder.load(tail))
+
+        return sig, codegen
+
+    dot.__name__ = dot.__qualname__ = "dot_rows" if widen_first else "dot_rows_narrow"
+    return intrinsic(dot)
 
 
-def dot_lanes_twin(x, y):
-    """:func:`dot_rows` of two rows in plain NumPy, operation for operation (the same bits)."""
-    products = np.asarray(x, dtype=np.float64) * np.asarray(y, dtype=np.float64)
+dot_rows = _make_dot_rows(widen_first=True)
+dot_rows.__doc__ = """``sum_t X[i, t] Y[j, t]`` in float64 in the module's fixed order, each
+product formed in float64 (X, Y: 2-D C-contiguous arrays of one float dtype and the same
+width, possibly the same array; rows i, j in bounds: not checked)."""
+dot_rows_narrow = _make_dot_rows(widen_first=False)
+dot_rows_narrow.__doc__ = """:func:`dot_rows` with each product formed in the entries' dtype
+(float32: rounded to float32), then added in float64 (CSML's cosine sums)."""
+
+
+def dot_lanes_twin(x, y, narrow=False):
+    """:func:`dot_rows` (``narrow``: :func:`dot_rows_narrow`) of two rows in plain NumPy,
+    operation for operation (the same bits)."""
+    if narrow:
+        products = (np.asarray(x) * np.asarray(y)).astype(np.float64)
+    else:
+        products = np.asarray(x, dtype=np.float64) * np.asarray(y, dtype=np.float64)
     k = products.shape[0]
     stop = k - k % BLOCK
     acc = np.zeros(BLOCK)
@@ -120,16 +143,23 @@ def dot_lanes_twin(x, y):
     return float(lanes[0]) + tail
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _term(x, y, narrow):  # pragma: no cover (compiled)
+    if narrow:
+        return np.float64(x * y)
+    return np.float64(x) * np.float64(y)
+
+
 @njit(cache=True, nogil=True)
-def dot_rows_any(X, i, Y, j):  # pragma: no cover (compiled)
-    """:func:`dot_rows` for arrays of any layout: the same order in scalar code (the same
-    bits; for rows that are not contiguous)."""
+def dot_rows_any(X, i, Y, j, narrow=False):  # pragma: no cover (compiled)
+    """:func:`dot_rows` (``narrow``: :func:`dot_rows_narrow`) for arrays of any layout: the
+    same order in scalar code (the same bits; for rows that are not contiguous)."""
     k = X.shape[1]
     lanes = np.zeros(BLOCK)
     stop = k - k % BLOCK
     for start in range(0, stop, BLOCK):
         for lane in range(BLOCK):
-            lanes[lane] += np.float64(X[i, start + lane]) * np.float64(Y[j, start + lane])
+            lanes[lane] += _term(X[i, start + lane], Y[j, start + lane], narrow)
     width = BLOCK
     while width > 1:
         width //= 2
@@ -137,7 +167,7 @@ def dot_rows_any(X, i, Y, j):  # pragma: no cover (compiled)
             lanes[lane] += lanes[lane + width]
     tail = 0.0
     for t in range(stop, k):
-        tail += np.float64(X[i, t]) * np.float64(Y[j, t])
+        tail += _term(X[i, t], Y[j, t], narrow)
     return lanes[0] + tail
 
 
@@ -153,7 +183,20 @@ def pair_dot(X, i, Y, j):
 def _pair_dot_compiled(X, i, Y, j):
     if _c_rows(X, Y):
         return lambda X, i, Y, j: dot_rows(X, i, Y, j)
-    return lambda X, i, Y, j: dot_rows_any(X, i, Y, j)
+    return lambda X, i, Y, j: dot_rows_any(X, i, Y, j, False)
+
+
+def pair_dot_narrow(X, i, Y, j):
+    """:func:`pair_dot` with each product formed in the entries' dtype
+    (:func:`dot_rows_narrow`)."""
+    return dot_lanes_twin(np.asarray(X)[i], np.asarray(Y)[j], narrow=True)
+
+
+@overload(pair_dot_narrow, jit_options={"nogil": True})
+def _pair_dot_narrow_compiled(X, i, Y, j):
+    if _c_rows(X, Y):
+        return lambda X, i, Y, j: dot_rows_narrow(X, i, Y, j)
+    return lambda X, i, Y, j: dot_rows_any(X, i, Y, j, True)
 
 
 def row_dot(X, Y, i):
