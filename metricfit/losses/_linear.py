@@ -21,6 +21,7 @@ from ..pairs import check_pair_labels
 from ..pairs.checks import float_dtype
 from ..pairs.index import CHUNK_SIZE
 from ..pairs.rows import cosine_rows
+from ._scratch import Scratch, add_product, product
 from .penalty import add_penalty
 
 
@@ -74,23 +75,24 @@ def check_components(A, n_features, dtype, A0=None):
     return A, np.ascontiguousarray(A0, dtype=dtype)
 
 
-def composed_cost_grad(embedding_kernel, A, X1, X2, s, chunk_size=CHUNK_SIZE):
+def composed_cost_grad(embedding_kernel, A, X1, X2, s, chunk_size=CHUNK_SIZE, scratch=None):
     """sum_i J_i and sum_i dJ_i/dA through the linear map, chunk by chunk (no regulariser).
 
     ``embedding_kernel(P1, P2, s)`` overwrites the embeddings P1, P2 (chunk, k) with dJ_i/da_i
-    and dJ_i/db_i and returns sum_i J_i.
+    and dJ_i/db_i and returns sum_i J_i. ``scratch`` (:class:`._scratch.Scratch`, a prepared
+    objective's): the products go into its arrays instead of new ones (the same numbers).
     """
     total = 0.0
-    G = np.zeros_like(A)  # (k, d)
+    G = None  # (k, d), a new array
     for start in range(0, X1.shape[0], chunk_size):
         x1 = X1[start:start + chunk_size]  # (m, d)
         x2 = X2[start:start + chunk_size]  # (m, d)
-        P1 = x1 @ A.T  # (m, k)
-        P2 = x2 @ A.T  # (m, k)
+        P1 = product(x1, A.T, scratch, "P1")  # (m, k)
+        P2 = product(x2, A.T, scratch, "P2")  # (m, k)
         total += embedding_kernel(P1, P2, s[start:start + chunk_size])
-        G += P1.T @ x1
-        G += P2.T @ x2
-    return total, G
+        G = add_product(G, P1.T, x1, scratch)
+        G = add_product(G, P2.T, x2, scratch)
+    return total, (np.zeros_like(A) if G is None else G)
 
 
 def cosine_scores(a, b):
@@ -143,6 +145,7 @@ class PreparedObjective:
         if lam < 0:
             raise ValueError(f"lam must be >= 0, got {lam}.")
         self.A0 = None if A0 is None else np.ascontiguousarray(A0, dtype=self.dtype)
+        self._scratch = Scratch()  # the per-call products' arrays, kept between calls
         if self.A0 is not None and (self.A0.ndim != 2 or self.A0.shape[1] != self.n_features):
             raise ValueError(f"A0 must have shape (k, {self.n_features}), got {np.shape(A0)}.")
 
@@ -173,4 +176,4 @@ class PreparedObjective:
 
     def _data_cost_grad(self, A):
         return composed_cost_grad(self._embedding_kernel, A, self.X1, self.X2, self.labels,
-                                  self.chunk_size)
+                                  self.chunk_size, self._scratch)

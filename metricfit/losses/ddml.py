@@ -62,6 +62,7 @@ from ._linear import (
 )
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 from ._rows import IndexRows, PairKernel, ordered_sum, row_sumsq, run_rows, tiny
+from ._scratch import add_product, product
 from ._spec import LinearPath, PairLoss
 from .penalty import add_penalty
 
@@ -212,21 +213,22 @@ def _bind(T, tau):
                       driver=_grad_rows_parallel)
 
 
-def _delta_cost_grad(A, X1, X2, s, T, tau, chunk_size, D=None):
+def _delta_cost_grad(A, X1, X2, s, T, tau, chunk_size, D=None, scratch=None):
     """sum_i J_i and sum_i dJ_i/dA from the differences delta_i (no regulariser).
 
-    ``D`` (n, d) = X1 - X2 if prepared; otherwise each chunk's differences are formed on the fly.
+    ``D`` (n, d) = X1 - X2 if prepared; otherwise each chunk's differences are formed on the
+    fly. ``scratch``: the products' arrays, kept between calls (:mod:`._scratch`).
     """
     total = 0.0
-    G = np.zeros_like(A)  # (k, d)
+    G = None  # (k, d), a new array
     n = X1.shape[0] if D is None else D.shape[0]
     for start in range(0, n, chunk_size):
         stop = start + chunk_size
         delta = X1[start:stop] - X2[start:stop] if D is None else D[start:stop]  # (m, d)
-        P = delta @ A.T  # (m, k): a_i - b_i
+        P = product(delta, A.T, scratch, "P")  # (m, k): a_i - b_i
         total += _delta_grad_inplace(P, s[start:stop], T, tau)
-        G += P.T @ delta
-    return total, G
+        G = add_product(G, P.T, delta, scratch)
+    return total, (np.zeros_like(A) if G is None else G)
 
 
 def embedding_cost_grad(a, b, s, T=10.0, tau=1.0, validated=False):
@@ -330,7 +332,7 @@ class DDMLObjective(PreparedObjective):
 
     def _data_cost_grad(self, A):
         return _delta_cost_grad(A, self.X1, self.X2, self.labels, self.T, self.tau,
-                                self.chunk_size, D=self.D)
+                                self.chunk_size, D=self.D, scratch=self._scratch)
 
 
 def objective(X1, X2, s, lam=0.0, A0=None, T=10.0, tau=1.0, chunk_size=CHUNK_SIZE,

@@ -70,6 +70,7 @@ from ._ldml_kernels import (
 )
 from ._linear import CHUNK_SIZE, check_pair_data
 from ._rows import run_rows, tiny
+from ._scratch import Scratch, add_product, product
 from .penalty import add_penalty
 
 __all__ = ["cost_grad", "objective", "index_objective", "pair_probability", "pack", "unpack",
@@ -123,24 +124,25 @@ def _check_lam(lam):
     return lam
 
 
-def _data_cost_grad(M, b, s, chunk_size, D=None, X1=None, X2=None):
+def _data_cost_grad(M, b, s, chunk_size, D=None, X1=None, X2=None, scratch=None):
     """sum_i J_i, sum_i dJ_i/dM (symmetric) and sum_i w_i; no regulariser, no 1/n.
 
     From the prepared differences ``D`` (n, d), or else from the pairs X1, X2, forming each
-    chunk's differences on the fly.
+    chunk's differences on the fly. ``scratch``: the products' arrays, kept between calls
+    (:mod:`._scratch`).
     """
     total, sum_w = 0.0, 0.0
-    GM = np.zeros_like(M)  # (d, d)
+    GM = None  # (d, d), a new array
     n = s.shape[0]
     for start in range(0, n, chunk_size):
         stop = start + chunk_size
         delta = X1[start:stop] - X2[start:stop] if D is None else D[start:stop]  # (m, d)
-        DM = delta @ M  # (m, d)
+        DM = product(delta, M, scratch, "DM")  # (m, d)
         t, w = _weights_inplace(DM, delta, s[start:stop], b)
         total += t
         sum_w += w
-        GM += DM.T @ delta  # sum_i w_i delta_i delta_i^T
-    return total, _symmetrise(GM), sum_w
+        GM = add_product(GM, DM.T, delta, scratch)  # sum_i w_i delta_i delta_i^T
+    return total, _symmetrise(np.zeros_like(M) if GM is None else GM), sum_w
 
 
 def _symmetrise(GM):
@@ -261,6 +263,7 @@ class LDMLObjective:
         self.n_params = self.n_features ** 2 + 1
         self.chunk_size = int(chunk_size)
         self.D = X1 - X2  # (n, d)
+        self._scratch = Scratch()  # the per-call products' arrays, kept between calls
 
     def __call__(self, theta):
         return self._evaluate(theta, self.D, self.labels)
@@ -271,7 +274,7 @@ class LDMLObjective:
 
     def _evaluate(self, theta, D, s):
         return self._finish_flat(theta, lambda M, b: _data_cost_grad(
-            M, b, s, self.chunk_size, D=D), s.shape[0])
+            M, b, s, self.chunk_size, D=D, scratch=self._scratch), s.shape[0])
 
     def _finish_flat(self, theta, data_cost_grad, n):
         """``(J, g)`` from ``data_cost_grad(M, b) -> (sum_i J_i, sum_i dJ_i/dM, sum_i w_i)``."""

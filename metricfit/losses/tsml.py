@@ -53,6 +53,7 @@ from ._linear import (
 )
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 from ._rows import IndexRows, PairKernel, ordered_sum, row_sumsq, run_rows
+from ._scratch import product
 from ._spec import LinearPath, PairLoss
 from .penalty import add_penalty
 
@@ -282,9 +283,9 @@ class TSMLObjective(PreparedObjective):
         sum_norms = 0.0
         for start in range(0, self.n_pairs, self.chunk_size):
             u = self.U[start:start + self.chunk_size]  # (m, d)
-            C = u @ A.T  # (m, k)
+            C = product(u, A.T, self._scratch, "C")  # (m, k), kept between calls
             sum_norms += _normalise_rows_inplace(C)
-            G -= C.T @ u
+            G -= product(C.T, u, self._scratch, "sum")
         return half_trace - sum_norms + self.n_pairs, G  # + n: the "+1" of eq. 4 per pair
 
 
