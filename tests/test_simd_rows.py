@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 from numba import njit
 
 from metricfit.losses._rows import row_sumsq
-from metricfit.losses._simd_rows import BLOCK, dot_lanes_twin, pair_dot, pair_dot_narrow, row_dot
+from metricfit.losses._simd_rows import (
+    BLOCK,
+    dot_lanes_twin,
+    pair_dot,
+    pair_dot_narrow,
+    pair_sumsq,
+    pair_sumsq_narrow,
+    row_dot,
+)
 
 
 @njit
@@ -101,3 +109,33 @@ def test_rows_of_two_arrays_by_index_are_the_twin_s_bits(dtype, narrow):
         wide = np.array([dot_lanes_twin(E[p], E[q]) for p, q in zip(first, second,
                                                                       strict=True)])
         assert not np.array_equal(expected, wide) if narrow else True
+
+
+@njit
+def _sumsq_pairs(X, first, Y, second, coef, narrow):
+    out = np.empty(first.shape[0])
+    for t in range(first.shape[0]):
+        if narrow:
+            out[t] = pair_sumsq_narrow(X, first[t], Y, second[t], coef[t])
+        else:
+            out[t] = pair_sumsq(X, first[t], Y, second[t], coef[t])
+    return out
+
+
+@pytest.mark.parametrize("narrow", [False, True])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_squared_combinations_are_the_twin_s_bits(dtype, narrow):
+    """``sum_t (x_t + coef y_t)^2`` (TSML's |a + s b|^2 in the rows' dtype, DDML's |a - b|^2
+    in float64): the twin's bits, vector or scalar form; close to the plain sum."""
+    rng = np.random.default_rng(11)
+    E = rng.standard_normal((25, 3 * BLOCK + 7)).astype(dtype)
+    first, second = rng.integers(0, 25, 30), rng.integers(0, 25, 30)
+    coef = np.where(rng.random(30) < 0.5, 1.0, -1.0).astype(dtype)
+    expected = np.array([dot_lanes_twin(E[p], E[q], narrow, c)
+                         for p, q, c in zip(first, second, coef, strict=True)])
+    assert np.array_equal(_sumsq_pairs(E, first, E, second, coef, narrow), expected)
+    F = np.asfortranarray(E)
+    assert np.array_equal(_sumsq_pairs(F, first, F, second, coef, narrow), expected)
+    plain = [np.sum((E[p].astype(float) + c * E[q].astype(float)) ** 2)
+             for p, q, c in zip(first, second, coef, strict=True)]
+    assert np.allclose(expected, plain, rtol=1e-5 if dtype == "float32" else 1e-13)

@@ -24,11 +24,20 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-__all__ = ["LANES", "BLOCK", "row_dot", "pair_dot", "pair_dot_narrow", "dot_rows",
-           "dot_rows_narrow", "dot_rows_any", "dot_lanes_twin"]
+__all__ = ["LANES", "BLOCK", "row_dot", "pair_dot", "pair_dot_narrow", "pair_sumsq",
+           "pair_sumsq_narrow", "dot_rows",
+           "dot_rows_narrow", "sumsq_rows", "sumsq_rows_narrow", "row_sum_any", "dot_lanes_twin"]
 
 LANES = 8  # float64 lanes of one 64-byte vector
 BLOCK = 2 * LANES  # entries a step: two vector accumulators
+
+
+def _splat(builder, vec_type, value):
+    """A vector with every lane ``value``."""
+    out = ir.Constant(vec_type, ir.Undefined)
+    for lane in range(vec_type.count):
+        out = builder.insert_element(out, value, ir.Constant(ir.IntType(32), lane))
+    return out
 
 
 def _c_rows(X, Y):
@@ -37,19 +46,23 @@ def _c_rows(X, Y):
             and X.dtype in (types.float32, types.float64))
 
 
-def _make_dot_rows(widen_first):
-    """The intrinsic of :func:`dot_rows` (``widen_first``: each product formed in float64 from
-    the widened entries) or :func:`dot_rows_narrow` (formed in the entries' dtype, then
-    widened: what CSML's kernel did)."""
+def _make_row_sum(widen_first, combination):
+    """The intrinsic summing, over t, one term of rows ``x = X[i]``, ``y = Y[j]``: ``x_t y_t``
+    (``combination`` False: :func:`dot_rows`, :func:`dot_rows_narrow`) or ``c_t^2`` with
+    ``c_t = x_t + coef y_t`` (True: :func:`sumsq_rows`, :func:`sumsq_rows_narrow`); each term
+    computed in float64 from the widened entries (``widen_first``) or in the entries' dtype
+    and then widened."""
 
-    def dot(typingctx, X, i, Y, j):
+    def typing(X, i, Y, j, coef=None):
         if not (_c_rows(X, Y) and isinstance(i, types.Integer)
                 and isinstance(j, types.Integer)):
             return None
-        sig = types.float64(X, i, Y, j)
+        if combination and not isinstance(coef, (types.Float, types.Integer)):
+            return None
+        sig = types.float64(X, i, Y, j, *((coef,) if combination else ()))
 
         def codegen(context, builder, signature, args):
-            x_type, i_type, y_type, j_type = signature.args
+            x_type, i_type, y_type, j_type = signature.args[:4]
             item = context.get_value_type(x_type.dtype)
             f64 = ir.DoubleType()
             intp = context.get_value_type(types.intp)
@@ -62,15 +75,21 @@ def _make_dot_rows(widen_first):
             x_row = builder.gep(x_arr.data, [builder.mul(x_index, k)])
             y_row = builder.gep(y_arr.data, [builder.mul(y_index, k)])
             itemsize = context.get_abi_sizeof(item)
-            narrow = isinstance(item, ir.FloatType)  # float32 entries
+            wide = widen_first or isinstance(item, ir.DoubleType)  # arithmetic in float64
+            if combination:
+                scalar = context.cast(builder, args[4], signature.args[4],
+                                      types.float64 if wide else x_type.dtype)
 
-            def product(x, y, vector):
-                if not narrow:
-                    return builder.fmul(x, y)
-                wide = out_vec if vector else f64
-                if widen_first:
-                    return builder.fmul(builder.fpext(x, wide), builder.fpext(y, wide))
-                return builder.fpext(builder.fmul(x, y), wide)
+            def term(x, y, vector):
+                if wide and not isinstance(item, ir.DoubleType):
+                    x = builder.fpext(x, out_vec if vector else f64)
+                    y = builder.fpext(y, out_vec if vector else f64)
+                if combination:
+                    factor = _splat(builder, x.type, scalar) if vector else scalar
+                    x = builder.fadd(x, builder.fmul(factor, y))  # c = x + coef y
+                    y = x
+                value = builder.fmul(x, y)
+                return value if wide else builder.fpext(value, out_vec if vector else f64)
 
             def load(row_ptr, offset):
                 ptr = builder.bitcast(builder.gep(row_ptr, [offset]), in_vec.as_pointer())
@@ -83,8 +102,8 @@ def _make_dot_rows(widen_first):
                 start = builder.mul(block.index, ir.Constant(intp, BLOCK))
                 for half, acc in enumerate(accs):
                     offset = builder.add(start, ir.Constant(intp, half * LANES))
-                    term = product(load(x_row, offset), load(y_row, offset), True)
-                    builder.store(builder.fadd(builder.load(acc), term), acc)
+                    value = term(load(x_row, offset), load(y_row, offset), True)
+                    builder.store(builder.fadd(builder.load(acc), value), acc)
             lanes = builder.fadd(builder.load(accs[0]), builder.load(accs[1]))
             width = LANES
             while width > 1:  # fold in halves: lane l += lane l + width / 2
@@ -100,33 +119,56 @@ def _make_dot_rows(widen_first):
             first = builder.mul(n_blocks, ir.Constant(intp, BLOCK))
             with cgutils.for_range(builder, builder.sub(k, first)) as left:
                 t = builder.add(first, left.index)
-                term = product(builder.load(builder.gep(x_row, [t])),
-                               builder.load(builder.gep(y_row, [t])), False)
-                builder.store(builder.fadd(builder.load(tail), term), tail)
+                value = term(builder.load(builder.gep(x_row, [t])),
+                             builder.load(builder.gep(y_row, [t])), False)
+                builder.store(builder.fadd(builder.load(tail), value), tail)
             return builder.fadd(total, builder.load(tail))
 
         return sig, codegen
 
-    dot.__name__ = dot.__qualname__ = "dot_rows" if widen_first else "dot_rows_narrow"
-    return intrinsic(dot)
+    if combination:
+        def row_sum(typingctx, X, i, Y, j, coef):
+            return typing(X, i, Y, j, coef)
+    else:
+        def row_sum(typingctx, X, i, Y, j):
+            return typing(X, i, Y, j)
+    name = ("sumsq_rows" if combination else "dot_rows") + ("" if widen_first else "_narrow")
+    row_sum.__name__ = row_sum.__qualname__ = name
+    return intrinsic(row_sum)
 
 
-dot_rows = _make_dot_rows(widen_first=True)
+dot_rows = _make_row_sum(widen_first=True, combination=False)
 dot_rows.__doc__ = """``sum_t X[i, t] Y[j, t]`` in float64 in the module's fixed order, each
 product formed in float64 (X, Y: 2-D C-contiguous arrays of one float dtype and the same
 width, possibly the same array; rows i, j in bounds: not checked)."""
-dot_rows_narrow = _make_dot_rows(widen_first=False)
+dot_rows_narrow = _make_row_sum(widen_first=False, combination=False)
 dot_rows_narrow.__doc__ = """:func:`dot_rows` with each product formed in the entries' dtype
 (float32: rounded to float32), then added in float64 (CSML's cosine sums)."""
+sumsq_rows = _make_row_sum(widen_first=True, combination=True)
+sumsq_rows.__doc__ = """``sum_t (X[i, t] + coef Y[j, t])^2`` in :func:`dot_rows`' order, each
+term in float64 from the widened entries (DDML's ``|a - b|^2``, coef = -1)."""
+sumsq_rows_narrow = _make_row_sum(widen_first=False, combination=True)
+sumsq_rows_narrow.__doc__ = """:func:`sumsq_rows` with ``c = x + coef y`` and ``c^2`` in the
+entries' dtype (coef cast to it), then widened (TSML's ``|a + s b|^2``)."""
 
 
-def dot_lanes_twin(x, y, narrow=False):
-    """:func:`dot_rows` (``narrow``: :func:`dot_rows_narrow`) of two rows in plain NumPy,
-    operation for operation (the same bits)."""
-    if narrow:
-        products = (np.asarray(x) * np.asarray(y)).astype(np.float64)
-    else:
-        products = np.asarray(x, dtype=np.float64) * np.asarray(y, dtype=np.float64)
+def _terms(x, y, narrow, coef):
+    """The summed terms, float64: ``x y`` (coef None) or ``(x + coef y)^2``, computed in the
+    rows' dtype (``narrow``) or in float64."""
+    x, y = np.asarray(x), np.asarray(y)
+    if not narrow:
+        x, y = x.astype(np.float64), y.astype(np.float64)
+    if coef is not None:
+        x = x + x.dtype.type(coef) * y
+        y = x
+    return (x * y).astype(np.float64)
+
+
+def dot_lanes_twin(x, y, narrow=False, coef=None):
+    """:func:`dot_rows` (``narrow``: :func:`dot_rows_narrow`; ``coef``: :func:`sumsq_rows`,
+    :func:`sumsq_rows_narrow`) of two rows in plain NumPy, operation for operation (the same
+    bits)."""
+    products = _terms(x, y, narrow, coef)
     k = products.shape[0]
     stop = k - k % BLOCK
     acc = np.zeros(BLOCK)
@@ -144,22 +186,30 @@ def dot_lanes_twin(x, y, narrow=False):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _term(x, y, narrow):  # pragma: no cover (compiled)
-    if narrow:
+def _term(x, y, narrow, coef, combination):  # pragma: no cover (compiled)
+    if narrow:  # in the rows' dtype (coef of that dtype), then widened
+        if combination:
+            c = x + coef * y
+            return np.float64(c * c)
         return np.float64(x * y)
-    return np.float64(x) * np.float64(y)
+    x_wide, y_wide = np.float64(x), np.float64(y)
+    if combination:
+        c_wide = x_wide + np.float64(coef) * y_wide
+        return c_wide * c_wide
+    return x_wide * y_wide
 
 
 @njit(cache=True, nogil=True)
-def dot_rows_any(X, i, Y, j, narrow=False):  # pragma: no cover (compiled)
-    """:func:`dot_rows` (``narrow``: :func:`dot_rows_narrow`) for arrays of any layout: the
-    same order in scalar code (the same bits; for rows that are not contiguous)."""
+def row_sum_any(X, i, Y, j, narrow, coef, combination):  # pragma: no cover (compiled)
+    """The intrinsics' sums for arrays of any layout: the same order in scalar code (the same
+    bits; for rows that are not contiguous). ``coef`` in the rows' dtype when ``narrow``."""
     k = X.shape[1]
     lanes = np.zeros(BLOCK)
     stop = k - k % BLOCK
     for start in range(0, stop, BLOCK):
         for lane in range(BLOCK):
-            lanes[lane] += _term(X[i, start + lane], Y[j, start + lane], narrow)
+            lanes[lane] += _term(X[i, start + lane], Y[j, start + lane], narrow, coef,
+                                 combination)
     width = BLOCK
     while width > 1:
         width //= 2
@@ -167,7 +217,7 @@ def dot_rows_any(X, i, Y, j, narrow=False):  # pragma: no cover (compiled)
             lanes[lane] += lanes[lane + width]
     tail = 0.0
     for t in range(stop, k):
-        tail += _term(X[i, t], Y[j, t], narrow)
+        tail += _term(X[i, t], Y[j, t], narrow, coef, combination)
     return lanes[0] + tail
 
 
@@ -183,7 +233,7 @@ def pair_dot(X, i, Y, j):
 def _pair_dot_compiled(X, i, Y, j):
     if _c_rows(X, Y):
         return lambda X, i, Y, j: dot_rows(X, i, Y, j)
-    return lambda X, i, Y, j: dot_rows_any(X, i, Y, j, False)
+    return lambda X, i, Y, j: row_sum_any(X, i, Y, j, False, 0.0, False)
 
 
 def pair_dot_narrow(X, i, Y, j):
@@ -196,7 +246,33 @@ def pair_dot_narrow(X, i, Y, j):
 def _pair_dot_narrow_compiled(X, i, Y, j):
     if _c_rows(X, Y):
         return lambda X, i, Y, j: dot_rows_narrow(X, i, Y, j)
-    return lambda X, i, Y, j: dot_rows_any(X, i, Y, j, True)
+    return lambda X, i, Y, j: row_sum_any(X, i, Y, j, True, 0.0, False)
+
+
+def pair_sumsq(X, i, Y, j, coef):
+    """``sum_t (X[i, t] + coef Y[j, t])^2`` in float64 in :func:`dot_rows`' order, each term
+    in float64 (:func:`sumsq_rows`). From Python: :func:`dot_lanes_twin`."""
+    return dot_lanes_twin(np.asarray(X)[i], np.asarray(Y)[j], False, coef)
+
+
+@overload(pair_sumsq, jit_options={"nogil": True})
+def _pair_sumsq_compiled(X, i, Y, j, coef):
+    if _c_rows(X, Y):
+        return lambda X, i, Y, j, coef: sumsq_rows(X, i, Y, j, coef)
+    return lambda X, i, Y, j, coef: row_sum_any(X, i, Y, j, False, coef, True)
+
+
+def pair_sumsq_narrow(X, i, Y, j, coef):
+    """:func:`pair_sumsq` with ``c = x + coef y`` and ``c^2`` in the rows' dtype (``coef`` of
+    that dtype; :func:`sumsq_rows_narrow`)."""
+    return dot_lanes_twin(np.asarray(X)[i], np.asarray(Y)[j], True, coef)
+
+
+@overload(pair_sumsq_narrow, jit_options={"nogil": True})
+def _pair_sumsq_narrow_compiled(X, i, Y, j, coef):
+    if _c_rows(X, Y):
+        return lambda X, i, Y, j, coef: sumsq_rows_narrow(X, i, Y, j, coef)
+    return lambda X, i, Y, j, coef: row_sum_any(X, i, Y, j, True, coef, True)
 
 
 def row_dot(X, Y, i):

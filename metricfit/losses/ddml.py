@@ -63,6 +63,7 @@ from ._linear import (
 from ._linear import embedding_cost_grad as _embedding_cost_grad
 from ._rows import IndexRows, PairKernel, ordered_sum, row_sumsq, run_rows, tiny
 from ._scratch import add_product, product
+from ._simd_rows import pair_sumsq
 from ._spec import LinearPath, PairLoss
 from .penalty import add_penalty
 
@@ -107,13 +108,11 @@ def _delta_rows_parallel(P, s, T, tau, tiny, out, n_rows, block):  # pragma: no 
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _cost_and_weight(a, b, si, T, tau):  # pragma: no cover (compiled)
-    """``(J, s sigma(T z))`` of one pair from its rows a, b: ``|a - b|^2`` in float64, one
-    accumulator, entry after entry."""
-    dd = 0.0
-    for j in range(a.shape[0]):
-        d = np.float64(a[j]) - np.float64(b[j])
-        dd += d * d
+def _cost_and_weight(X, i, Y, j, si, T, tau):  # pragma: no cover (compiled)
+    """``(J, s sigma(T z))`` of one pair from its rows ``a = X[i]``, ``b = Y[j]``: ``|a -
+    b|^2`` in float64 on vector lanes in a fixed order (:mod:`metricfit.losses._simd_rows`;
+    each difference in float64)."""
+    dd = pair_sumsq(X, i, Y, j, -1.0)
     si = np.float64(si)
     sp, sig = _softplus_sigmoid(T * (1.0 - si * (tau - dd)))
     return 0.5 * sp / T, si * sig
@@ -125,7 +124,7 @@ def _grad_rows(P1, P2, s, T, tau, out, lo, hi):  # pragma: no cover (compiled)
     place, ``out[i] = J_i``."""
     k = P1.shape[1]
     for i in range(lo, hi):
-        out[i], w = _cost_and_weight(P1[i], P2[i], s[i], T, tau)
+        out[i], w = _cost_and_weight(P1, i, P2, i, s[i], T, tau)
         for j in range(k):
             g = w * (np.float64(P1[i, j]) - np.float64(P2[i, j]))
             P1[i, j] = g
@@ -145,7 +144,7 @@ def _index_pair_rows(E, first, second, s, T, tau, out, W, lo, hi):  # pragma: no
     ``out[i] = J_i`` and ``W[i, 0] = s_i sigma(T z_i)``, as :func:`_grad_rows` computes
     them (same bits)."""
     for i in range(lo, hi):
-        out[i], W[i, 0] = _cost_and_weight(E[first[i]], E[second[i]], s[i], T, tau)
+        out[i], W[i, 0] = _cost_and_weight(E, first[i], E, second[i], s[i], T, tau)
 
 
 @njit(cache=True, nogil=True, parallel=True)
