@@ -15,6 +15,7 @@ from metricfit.losses._simd_rows import (
     dot_lanes_twin,
     pair_dot,
     pair_dot_narrow,
+    pair_halves,
     pair_sumsq,
     pair_sumsq_narrow,
     row_dot,
@@ -139,3 +140,30 @@ def test_squared_combinations_are_the_twin_s_bits(dtype, narrow):
     plain = [np.sum((E[p].astype(float) + c * E[q].astype(float)) ** 2)
              for p, q, c in zip(first, second, coef, strict=True)]
     assert np.allclose(expected, plain, rtol=1e-5 if dtype == "float32" else 1e-13)
+
+
+@njit
+def _halves_pairs(E, first, second):
+    out = np.empty(first.shape[0])
+    for t in range(first.shape[0]):
+        out[t] = pair_halves(E, first[t], E, second[t])
+    return out
+
+
+@pytest.mark.parametrize("h", [1, 5, BLOCK, 2 * BLOCK + 3, 300])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_products_of_half_row_differences_are_the_twin_s_bits(dtype, h):
+    """LDML's ``delta^T M delta`` from rows ``[x M, x]`` of E: ``sum_{t < h} (E[p, t] - E[q,
+    t]) (E[p, h + t] - E[q, h + t])``, the twin's bits in either form, close to the plain
+    sum."""
+    rng = np.random.default_rng(h)
+    E = rng.standard_normal((20, 2 * h)).astype(dtype)
+    first, second = rng.integers(0, 20, 25), rng.integers(0, 20, 25)
+    expected = np.array([dot_lanes_twin(E[p], E[q], halves=True)
+                         for p, q in zip(first, second, strict=True)])
+    assert np.array_equal(_halves_pairs(E, first, second), expected)
+    assert np.array_equal(_halves_pairs(np.asfortranarray(E), first, second), expected)
+    Ed = E.astype(float)
+    plain = [(Ed[p, :h] - Ed[q, :h]) @ (Ed[p, h:] - Ed[q, h:]) for p, q in zip(first, second,
+                                                                             strict=True)]
+    assert np.allclose(expected, plain, rtol=1e-12, atol=1e-12)

@@ -25,7 +25,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 __all__ = ["LANES", "BLOCK", "row_dot", "pair_dot", "pair_dot_narrow", "pair_sumsq",
-           "pair_sumsq_narrow", "dot_rows",
+           "pair_sumsq_narrow", "pair_halves", "halves_rows", "halves_any", "dot_rows",
            "dot_rows_narrow", "sumsq_rows", "sumsq_rows_narrow", "row_sum_any", "dot_lanes_twin"]
 
 LANES = 8  # float64 lanes of one 64-byte vector
@@ -46,85 +46,122 @@ def _c_rows(X, Y):
             and X.dtype in (types.float32, types.float64))
 
 
-def _make_row_sum(widen_first, combination):
+class _Form:
+    """What a row-sum intrinsic adds (see :func:`_make_row_sum`)."""
+
+    def __init__(self, widen_first, combination, halves):
+        self.widen_first, self.combination, self.halves = widen_first, combination, halves
+
+
+def _fold_lanes(builder, lanes):
+    """Lane 0 of ``lanes`` folded in halves: lane l += lane l + width / 2, down to one."""
+    width = LANES
+    mask = ir.VectorType(ir.IntType(32), LANES)
+    while width > 1:
+        width //= 2
+        low = builder.shuffle_vector(lanes, lanes, ir.Constant(
+            mask, list(range(width)) + [0] * (LANES - width)))
+        high = builder.shuffle_vector(lanes, lanes, ir.Constant(
+            mask, list(range(width, 2 * width)) + [0] * (LANES - width)))
+        lanes = builder.fadd(low, high)
+    return builder.extract_element(lanes, ir.Constant(ir.IntType(32), 0))
+
+
+class _Rows:
+    """The two rows' pointers, their summed length and the term of one entry (or vector of
+    entries) for one form, in one function being built."""
+
+    def __init__(self, context, builder, signature, args, form):
+        self.builder, self.form = builder, form
+        x_type, i_type, y_type, j_type = signature.args[:4]
+        self.item = context.get_value_type(x_type.dtype)
+        self.f64 = ir.DoubleType()
+        self.intp = context.get_value_type(types.intp)
+        self.in_vec = ir.VectorType(self.item, LANES)
+        self.out_vec = ir.VectorType(self.f64, LANES)
+        self.itemsize = context.get_abi_sizeof(self.item)
+        x_arr = context.make_array(x_type)(context, builder, args[0])
+        y_arr = context.make_array(y_type)(context, builder, args[2])
+        width = cgutils.unpack_tuple(builder, x_arr.shape, 2)[1]
+        rows = [context.cast(builder, args[n], ty, types.intp)
+                for n, ty in ((1, i_type), (3, j_type))]
+        self.x_row = builder.gep(x_arr.data, [builder.mul(rows[0], width)])
+        self.y_row = builder.gep(y_arr.data, [builder.mul(rows[1], width)])
+        self.k = builder.sdiv(width, ir.Constant(self.intp, 2)) if form.halves else width
+        self.wide = form.widen_first or isinstance(self.item, ir.DoubleType)
+        self.coef = None
+        if form.combination:
+            self.coef = context.cast(builder, args[4], signature.args[4],
+                                     types.float64 if self.wide else x_type.dtype)
+
+    def _widened(self, value, vector):
+        if self.wide and not isinstance(self.item, ir.DoubleType):
+            return self.builder.fpext(value, self.out_vec if vector else self.f64)
+        return value
+
+    def _load(self, row_ptr, offset, vector):
+        ptr = self.builder.gep(row_ptr, [offset])
+        if vector:
+            ptr = self.builder.bitcast(ptr, self.in_vec.as_pointer())
+            return self.builder.load(ptr, align=self.itemsize)
+        return self.builder.load(ptr)
+
+    def term(self, offset, vector):
+        """The float64 term(s) at ``offset`` (a vector of LANES entries, or one)."""
+        b, widened = self.builder, self._widened
+        x, y = self._load(self.x_row, offset, vector), self._load(self.y_row, offset, vector)
+        if self.form.halves:  # (x_t - y_t)(x_{h+t} - y_{h+t})
+            far = b.add(offset, self.k)
+            x2, y2 = self._load(self.x_row, far, vector), self._load(self.y_row, far, vector)
+            return b.fmul(b.fsub(widened(x, vector), widened(y, vector)),
+                          b.fsub(widened(x2, vector), widened(y2, vector)))
+        x, y = widened(x, vector), widened(y, vector)
+        if self.form.combination:  # c = x + coef y, then c c
+            factor = _splat(b, x.type, self.coef) if vector else self.coef
+            x = y = b.fadd(x, b.fmul(factor, y))
+        value = b.fmul(x, y)
+        return value if self.wide else b.fpext(value, self.out_vec if vector else self.f64)
+
+
+def _row_sum_codegen(form):
+    def codegen(context, builder, signature, args):
+        rows = _Rows(context, builder, signature, args, form)
+        intp, f64 = rows.intp, rows.f64
+        zero = ir.Constant(rows.out_vec, [ir.Constant(f64, 0.0)] * LANES)
+        accs = [cgutils.alloca_once_value(builder, zero) for _ in range(2)]
+        n_blocks = builder.sdiv(rows.k, ir.Constant(intp, BLOCK))
+        with cgutils.for_range(builder, n_blocks) as block:
+            start = builder.mul(block.index, ir.Constant(intp, BLOCK))
+            for half, acc in enumerate(accs):
+                value = rows.term(builder.add(start, ir.Constant(intp, half * LANES)), True)
+                builder.store(builder.fadd(builder.load(acc), value), acc)
+        total = _fold_lanes(builder, builder.fadd(builder.load(accs[0]),
+                                                  builder.load(accs[1])))
+        tail = cgutils.alloca_once_value(builder, ir.Constant(f64, 0.0))
+        first = builder.mul(n_blocks, ir.Constant(intp, BLOCK))
+        with cgutils.for_range(builder, builder.sub(rows.k, first)) as left:
+            value = rows.term(builder.add(first, left.index), False)
+            builder.store(builder.fadd(builder.load(tail), value), tail)
+        return builder.fadd(total, builder.load(tail))
+
+    return codegen
+
+
+def _make_row_sum(widen_first, combination, halves=False):
     """The intrinsic summing, over t, one term of rows ``x = X[i]``, ``y = Y[j]``: ``x_t y_t``
     (``combination`` False: :func:`dot_rows`, :func:`dot_rows_narrow`) or ``c_t^2`` with
     ``c_t = x_t + coef y_t`` (True: :func:`sumsq_rows`, :func:`sumsq_rows_narrow`); each term
     computed in float64 from the widened entries (``widen_first``) or in the entries' dtype
-    and then widened."""
+    and then widened. ``halves`` (:func:`halves_rows`): over t < h = width / 2, ``(x_t -
+    y_t)(x_{h+t} - y_{h+t})`` (LDML's ``delta^T M delta`` from rows ``[x M, x]``)."""
+    form = _Form(widen_first, combination, halves)
 
-    def typing(X, i, Y, j, coef=None):
-        if not (_c_rows(X, Y) and isinstance(i, types.Integer)
-                and isinstance(j, types.Integer)):
+    def typing(X, i, Y, j, *coef):
+        rows = _c_rows(X, Y) and isinstance(i, types.Integer) and isinstance(j, types.Integer)
+        scalar = all(isinstance(c, (types.Float, types.Integer)) for c in coef)
+        if not (rows and scalar):
             return None
-        if combination and not isinstance(coef, (types.Float, types.Integer)):
-            return None
-        sig = types.float64(X, i, Y, j, *((coef,) if combination else ()))
-
-        def codegen(context, builder, signature, args):
-            x_type, i_type, y_type, j_type = signature.args[:4]
-            item = context.get_value_type(x_type.dtype)
-            f64 = ir.DoubleType()
-            intp = context.get_value_type(types.intp)
-            in_vec, out_vec = ir.VectorType(item, LANES), ir.VectorType(f64, LANES)
-            x_arr = context.make_array(x_type)(context, builder, args[0])
-            y_arr = context.make_array(y_type)(context, builder, args[2])
-            x_index = context.cast(builder, args[1], i_type, types.intp)
-            y_index = context.cast(builder, args[3], j_type, types.intp)
-            k = cgutils.unpack_tuple(builder, x_arr.shape, 2)[1]
-            x_row = builder.gep(x_arr.data, [builder.mul(x_index, k)])
-            y_row = builder.gep(y_arr.data, [builder.mul(y_index, k)])
-            itemsize = context.get_abi_sizeof(item)
-            wide = widen_first or isinstance(item, ir.DoubleType)  # arithmetic in float64
-            if combination:
-                scalar = context.cast(builder, args[4], signature.args[4],
-                                      types.float64 if wide else x_type.dtype)
-
-            def term(x, y, vector):
-                if wide and not isinstance(item, ir.DoubleType):
-                    x = builder.fpext(x, out_vec if vector else f64)
-                    y = builder.fpext(y, out_vec if vector else f64)
-                if combination:
-                    factor = _splat(builder, x.type, scalar) if vector else scalar
-                    x = builder.fadd(x, builder.fmul(factor, y))  # c = x + coef y
-                    y = x
-                value = builder.fmul(x, y)
-                return value if wide else builder.fpext(value, out_vec if vector else f64)
-
-            def load(row_ptr, offset):
-                ptr = builder.bitcast(builder.gep(row_ptr, [offset]), in_vec.as_pointer())
-                return builder.load(ptr, align=itemsize)
-
-            zero = ir.Constant(out_vec, [ir.Constant(f64, 0.0)] * LANES)
-            accs = [cgutils.alloca_once_value(builder, zero) for _ in range(2)]
-            n_blocks = builder.sdiv(k, ir.Constant(intp, BLOCK))
-            with cgutils.for_range(builder, n_blocks) as block:
-                start = builder.mul(block.index, ir.Constant(intp, BLOCK))
-                for half, acc in enumerate(accs):
-                    offset = builder.add(start, ir.Constant(intp, half * LANES))
-                    value = term(load(x_row, offset), load(y_row, offset), True)
-                    builder.store(builder.fadd(builder.load(acc), value), acc)
-            lanes = builder.fadd(builder.load(accs[0]), builder.load(accs[1]))
-            width = LANES
-            while width > 1:  # fold in halves: lane l += lane l + width / 2
-                width //= 2
-                mask = ir.VectorType(ir.IntType(32), LANES)
-                low = builder.shuffle_vector(lanes, lanes, ir.Constant(
-                    mask, list(range(width)) + [0] * (LANES - width)))
-                high = builder.shuffle_vector(lanes, lanes, ir.Constant(
-                    mask, list(range(width, 2 * width)) + [0] * (LANES - width)))
-                lanes = builder.fadd(low, high)
-            total = builder.extract_element(lanes, ir.Constant(ir.IntType(32), 0))
-            tail = cgutils.alloca_once_value(builder, ir.Constant(f64, 0.0))
-            first = builder.mul(n_blocks, ir.Constant(intp, BLOCK))
-            with cgutils.for_range(builder, builder.sub(k, first)) as left:
-                t = builder.add(first, left.index)
-                value = term(builder.load(builder.gep(x_row, [t])),
-                             builder.load(builder.gep(y_row, [t])), False)
-                builder.store(builder.fadd(builder.load(tail), value), tail)
-            return builder.fadd(total, builder.load(tail))
-
-        return sig, codegen
+        return types.float64(X, i, Y, j, *coef), _row_sum_codegen(form)
 
     if combination:
         def row_sum(typingctx, X, i, Y, j, coef):
@@ -132,7 +169,8 @@ def _make_row_sum(widen_first, combination):
     else:
         def row_sum(typingctx, X, i, Y, j):
             return typing(X, i, Y, j)
-    name = ("sumsq_rows" if combination else "dot_rows") + ("" if widen_first else "_narrow")
+    name = ("halves_rows" if halves else "sumsq_rows" if combination else "dot_rows") + (
+        "" if widen_first else "_narrow")
     row_sum.__name__ = row_sum.__qualname__ = name
     return intrinsic(row_sum)
 
@@ -150,6 +188,10 @@ term in float64 from the widened entries (DDML's ``|a - b|^2``, coef = -1)."""
 sumsq_rows_narrow = _make_row_sum(widen_first=False, combination=True)
 sumsq_rows_narrow.__doc__ = """:func:`sumsq_rows` with ``c = x + coef y`` and ``c^2`` in the
 entries' dtype (coef cast to it), then widened (TSML's ``|a + s b|^2``)."""
+halves_rows = _make_row_sum(widen_first=True, combination=False, halves=True)
+halves_rows.__doc__ = """``sum_{t < h} (X[i, t] - Y[j, t]) (X[i, h + t] - Y[j, h + t])``, h =
+width / 2, in :func:`dot_rows`' order, each term in float64 (LDML's ``delta^T M delta`` from
+rows ``[x M, x]`` of E)."""
 
 
 def _terms(x, y, narrow, coef):
@@ -164,11 +206,16 @@ def _terms(x, y, narrow, coef):
     return (x * y).astype(np.float64)
 
 
-def dot_lanes_twin(x, y, narrow=False, coef=None):
+def dot_lanes_twin(x, y, narrow=False, coef=None, halves=False):
     """:func:`dot_rows` (``narrow``: :func:`dot_rows_narrow`; ``coef``: :func:`sumsq_rows`,
-    :func:`sumsq_rows_narrow`) of two rows in plain NumPy, operation for operation (the same
-    bits)."""
-    products = _terms(x, y, narrow, coef)
+    :func:`sumsq_rows_narrow`; ``halves``: :func:`halves_rows`) of two rows in plain NumPy,
+    operation for operation (the same bits)."""
+    if halves:
+        x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        h = x.shape[0] // 2
+        products = (x[:h] - y[:h]) * (x[h:2 * h] - y[h:2 * h])
+    else:
+        products = _terms(x, y, narrow, coef)
     k = products.shape[0]
     stop = k - k % BLOCK
     acc = np.zeros(BLOCK)
@@ -273,6 +320,42 @@ def _pair_sumsq_narrow_compiled(X, i, Y, j, coef):
     if _c_rows(X, Y):
         return lambda X, i, Y, j, coef: sumsq_rows_narrow(X, i, Y, j, coef)
     return lambda X, i, Y, j, coef: row_sum_any(X, i, Y, j, True, coef, True)
+
+
+@njit(cache=True, nogil=True)
+def halves_any(X, i, Y, j):  # pragma: no cover (compiled)
+    """:func:`halves_rows` for arrays of any layout, in its order (the same bits)."""
+    h = X.shape[1] // 2
+    lanes = np.zeros(BLOCK)
+    stop = h - h % BLOCK
+    for start in range(0, stop, BLOCK):
+        for lane in range(BLOCK):
+            t = start + lane
+            lanes[lane] += ((np.float64(X[i, t]) - np.float64(Y[j, t]))
+                            * (np.float64(X[i, h + t]) - np.float64(Y[j, h + t])))
+    width = BLOCK
+    while width > 1:
+        width //= 2
+        for lane in range(width):
+            lanes[lane] += lanes[lane + width]
+    tail = 0.0
+    for t in range(stop, h):
+        tail += ((np.float64(X[i, t]) - np.float64(Y[j, t]))
+                 * (np.float64(X[i, h + t]) - np.float64(Y[j, h + t])))
+    return lanes[0] + tail
+
+
+def pair_halves(X, i, Y, j):
+    """``sum_{t < h} (X[i, t] - Y[j, t]) (X[i, h + t] - Y[j, h + t])`` (:func:`halves_rows`;
+    scalar code in the same order for other layouts). From Python: :func:`dot_lanes_twin`."""
+    return dot_lanes_twin(np.asarray(X)[i], np.asarray(Y)[j], halves=True)
+
+
+@overload(pair_halves, jit_options={"nogil": True})
+def _pair_halves_compiled(X, i, Y, j):
+    if _c_rows(X, Y):
+        return lambda X, i, Y, j: halves_rows(X, i, Y, j)
+    return lambda X, i, Y, j: halves_any(X, i, Y, j)
 
 
 def row_dot(X, Y, i):
