@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["Scratch", "product"]
+__all__ = ["Scratch", "product", "add_product"]
 
 
 class Scratch:

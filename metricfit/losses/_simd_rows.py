@@ -1,7 +1,12 @@
-r"""A row's dot product in float64 on vector registers, in a fixed order, as a numba intrinsic.
+r"""Sums over a pair of rows in float64 on vector registers, in a fixed order (numba intrinsics).
 
-The prepared TSML, DDML and LDML kernels (:mod:`metricfit.losses._rows`) need one float64 sum
-per row, ``sum_j X[i, j] Y[i, j]`` (``|c_i|^2``, ``|z_i|^2``, ``delta_i^T M delta_i``). A sum
+The linear losses' kernels need float64 sums over the entries of one or two rows: the
+prepared TSML, DDML and LDML kernels one a row (``|c_i|^2``, ``|z_i|^2``, ``delta_i^T M
+delta_i``: :func:`row_dot`); CSML's cosine three a pair (:func:`pair_dot_narrow`); TSML's and
+DDML's pair kernels, which the index pairs, the composition and non-linear mappings use,
+``|a|^2``, ``|b|^2`` and ``|a + s b|^2`` or ``|a - b|^2`` (:func:`pair_sumsq_narrow`,
+:func:`pair_sumsq`); LDML's index pairs ``(E[p] - E[q])[:d] . (E[p] - E[q])[d:]``
+(:func:`pair_halves`). A sum
 vectorises only where its additions may be re-associated, which numba allows only with
 ``fastmath`` (banned in this project's reductions), so a plain loop adds one product at a
 time: on four scalar accumulators it ran at about one entry a cycle (0.55 ms for 4,800 rows of
@@ -15,7 +20,14 @@ widened first, exactly); then lane ``l`` and lane ``l + 8`` are added, the eight
 in halves (lanes ``l`` and ``l + 4``, then ``l`` and ``l + 2``, then 0 and 1), and the
 ``k mod 16`` entries left over, summed one after the other on their own, added last. The IR
 multiplies, then adds (no fused multiply-add), so the result is the same on every CPU and
-thread count, and :func:`dot_lanes_twin` (plain NumPy) gives it to the bit.
+thread count, and :func:`dot_lanes_twin` (plain NumPy) gives it to the bit. Every sum of this
+module follows that order; the ``_narrow`` forms compute each term in the rows' dtype (as the
+kernels they replace did) before widening it. Arrays that are not C-contiguous take the same
+order in scalar code (:func:`row_sum_any`, :func:`halves_any`): the same bits, slower.
+
+Each public form is a plain Python function (its NumPy twin, for interpreted calls) with a
+numba ``overload`` that picks the intrinsic or the scalar code by the arrays' types, written
+out one by one (four of them share their shape).
 """
 
 import numpy as np
