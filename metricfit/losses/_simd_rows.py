@@ -26,8 +26,8 @@ kernels they replace did) before widening it. Arrays that are not C-contiguous t
 order in scalar code (:func:`row_sum_any`, :func:`halves_any`): the same bits, slower.
 
 Each public form is a plain Python function (its NumPy twin, for interpreted calls) with a
-numba ``overload`` that picks the intrinsic or the scalar code by the arrays' types, written
-out one by one (four of them share their shape).
+numba ``overload`` that picks the intrinsic or the scalar code by the arrays' types
+(:func:`_twin_form` makes four of them).
 """
 
 import numpy as np
@@ -258,6 +258,23 @@ def _term(x, y, narrow, coef, combination):  # pragma: no cover (compiled)
     return x_wide * y_wide
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _folded(lanes):  # pragma: no cover (compiled)
+    """Lane 0 after folding the BLOCK lanes in halves (lane l += lane l + width / 2)."""
+    width = BLOCK
+    while width > 1:
+        width //= 2
+        for lane in range(width):
+            lanes[lane] += lanes[lane + width]
+    return lanes[0]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _halves_term(X, i, Y, j, t, h):  # pragma: no cover (compiled)
+    return ((np.float64(X[i, t]) - np.float64(Y[j, t]))
+            * (np.float64(X[i, h + t]) - np.float64(Y[j, h + t])))
+
+
 @njit(cache=True, nogil=True)
 def row_sum_any(X, i, Y, j, narrow, coef, combination):  # pragma: no cover (compiled)
     """The intrinsics' sums for arrays of any layout: the same order in scalar code (the same
@@ -269,69 +286,49 @@ def row_sum_any(X, i, Y, j, narrow, coef, combination):  # pragma: no cover (com
         for lane in range(BLOCK):
             lanes[lane] += _term(X[i, start + lane], Y[j, start + lane], narrow, coef,
                                  combination)
-    width = BLOCK
-    while width > 1:
-        width //= 2
-        for lane in range(width):
-            lanes[lane] += lanes[lane + width]
     tail = 0.0
     for t in range(stop, k):
         tail += _term(X[i, t], Y[j, t], narrow, coef, combination)
-    return lanes[0] + tail
+    return _folded(lanes) + tail
 
 
-def pair_dot(X, i, Y, j):
-    """``sum_t X[i, t] Y[j, t]`` in float64, in :func:`dot_rows`' fixed order: on vector
-    registers for C-contiguous arrays of one float dtype, else in scalar code in the same
-    order (the same bits either way). Compiled code picks the form by the arrays' types; from
-    Python it is :func:`dot_lanes_twin`."""
-    return dot_lanes_twin(np.asarray(X)[i], np.asarray(Y)[j])
+def _twin_form(name, vector, narrow, combination, doc):
+    """A public form: a plain Python function (the NumPy twin, for interpreted calls) with a
+    numba ``overload`` that takes the intrinsic ``vector`` for C-contiguous rows of one float
+    dtype and :func:`row_sum_any` (the same order in scalar code) for any other layout."""
+    if combination:
+        def form(X, i, Y, j, coef):
+            return dot_lanes_twin(np.asarray(X)[i], np.asarray(Y)[j], narrow, coef)
+
+        def compiled(X, i, Y, j, coef):
+            if _c_rows(X, Y):
+                return lambda X, i, Y, j, coef: vector(X, i, Y, j, coef)
+            return lambda X, i, Y, j, coef: row_sum_any(X, i, Y, j, narrow, coef, True)
+    else:
+        def form(X, i, Y, j):
+            return dot_lanes_twin(np.asarray(X)[i], np.asarray(Y)[j], narrow)
+
+        def compiled(X, i, Y, j):
+            if _c_rows(X, Y):
+                return lambda X, i, Y, j: vector(X, i, Y, j)
+            return lambda X, i, Y, j: row_sum_any(X, i, Y, j, narrow, 0.0, False)
+    form.__name__ = form.__qualname__ = name
+    form.__doc__ = doc
+    overload(form, jit_options={"nogil": True})(compiled)
+    return form
 
 
-@overload(pair_dot, jit_options={"nogil": True})
-def _pair_dot_compiled(X, i, Y, j):
-    if _c_rows(X, Y):
-        return lambda X, i, Y, j: dot_rows(X, i, Y, j)
-    return lambda X, i, Y, j: row_sum_any(X, i, Y, j, False, 0.0, False)
-
-
-def pair_dot_narrow(X, i, Y, j):
-    """:func:`pair_dot` with each product formed in the entries' dtype
-    (:func:`dot_rows_narrow`)."""
-    return dot_lanes_twin(np.asarray(X)[i], np.asarray(Y)[j], narrow=True)
-
-
-@overload(pair_dot_narrow, jit_options={"nogil": True})
-def _pair_dot_narrow_compiled(X, i, Y, j):
-    if _c_rows(X, Y):
-        return lambda X, i, Y, j: dot_rows_narrow(X, i, Y, j)
-    return lambda X, i, Y, j: row_sum_any(X, i, Y, j, True, 0.0, False)
-
-
-def pair_sumsq(X, i, Y, j, coef):
-    """``sum_t (X[i, t] + coef Y[j, t])^2`` in float64 in :func:`dot_rows`' order, each term
-    in float64 (:func:`sumsq_rows`). From Python: :func:`dot_lanes_twin`."""
-    return dot_lanes_twin(np.asarray(X)[i], np.asarray(Y)[j], False, coef)
-
-
-@overload(pair_sumsq, jit_options={"nogil": True})
-def _pair_sumsq_compiled(X, i, Y, j, coef):
-    if _c_rows(X, Y):
-        return lambda X, i, Y, j, coef: sumsq_rows(X, i, Y, j, coef)
-    return lambda X, i, Y, j, coef: row_sum_any(X, i, Y, j, False, coef, True)
-
-
-def pair_sumsq_narrow(X, i, Y, j, coef):
-    """:func:`pair_sumsq` with ``c = x + coef y`` and ``c^2`` in the rows' dtype (``coef`` of
-    that dtype; :func:`sumsq_rows_narrow`)."""
-    return dot_lanes_twin(np.asarray(X)[i], np.asarray(Y)[j], True, coef)
-
-
-@overload(pair_sumsq_narrow, jit_options={"nogil": True})
-def _pair_sumsq_narrow_compiled(X, i, Y, j, coef):
-    if _c_rows(X, Y):
-        return lambda X, i, Y, j, coef: sumsq_rows_narrow(X, i, Y, j, coef)
-    return lambda X, i, Y, j, coef: row_sum_any(X, i, Y, j, True, coef, True)
+pair_dot = _twin_form("pair_dot", dot_rows, False, False, """``sum_t X[i, t] Y[j, t]`` in
+float64, in :func:`dot_rows`' fixed order: on vector registers for C-contiguous arrays of one
+float dtype, else in scalar code in the same order (the same bits either way). Compiled code
+picks the form by the arrays' types; from Python it is :func:`dot_lanes_twin`.""")
+pair_dot_narrow = _twin_form("pair_dot_narrow", dot_rows_narrow, True, False, """:func:`pair_dot`
+with each product formed in the entries' dtype (:func:`dot_rows_narrow`).""")
+pair_sumsq = _twin_form("pair_sumsq", sumsq_rows, False, True, """``sum_t (X[i, t] + coef Y[j,
+t])^2`` in float64 in :func:`dot_rows`' order, each term in float64 (:func:`sumsq_rows`).""")
+pair_sumsq_narrow = _twin_form("pair_sumsq_narrow", sumsq_rows_narrow, True, True,
+                               """:func:`pair_sumsq` with ``c = x + coef y`` and ``c^2`` in the
+rows' dtype (``coef`` of that dtype; :func:`sumsq_rows_narrow`).""")
 
 
 @njit(cache=True, nogil=True)
@@ -342,19 +339,11 @@ def halves_any(X, i, Y, j):  # pragma: no cover (compiled)
     stop = h - h % BLOCK
     for start in range(0, stop, BLOCK):
         for lane in range(BLOCK):
-            t = start + lane
-            lanes[lane] += ((np.float64(X[i, t]) - np.float64(Y[j, t]))
-                            * (np.float64(X[i, h + t]) - np.float64(Y[j, h + t])))
-    width = BLOCK
-    while width > 1:
-        width //= 2
-        for lane in range(width):
-            lanes[lane] += lanes[lane + width]
+            lanes[lane] += _halves_term(X, i, Y, j, start + lane, h)
     tail = 0.0
     for t in range(stop, h):
-        tail += ((np.float64(X[i, t]) - np.float64(Y[j, t]))
-                 * (np.float64(X[i, h + t]) - np.float64(Y[j, h + t])))
-    return lanes[0] + tail
+        tail += _halves_term(X, i, Y, j, t, h)
+    return _folded(lanes) + tail
 
 
 def pair_halves(X, i, Y, j):
