@@ -139,7 +139,7 @@ def test_the_cholesky_inverse_and_log_determinant_match_the_lu_ones(seed, d, spr
     Q = np.linalg.qr(rng.normal(size=(d, d)))[0]
     S = (Q * rng.uniform(1.0, spread, size=d)) @ Q.T  # SPD, condition number <= spread
     S = 0.5 * (S + S.T)
-    inverse, logdet = inverse_and_logdet(np, S)
+    inverse, logdet = inverse_and_logdet(np, S, np.eye(d))
     assert np.array_equal(inverse, inverse.T)
     assert_allclose(inverse, np.linalg.inv(S), rtol=1e-9, atol=1e-9 * np.abs(inverse).max())
     assert logdet == pytest.approx(np.linalg.slogdet(S)[1], rel=1e-10, abs=1e-9)
@@ -150,4 +150,4 @@ def test_a_covariance_that_is_not_positive_definite_is_an_error():
 
     for S in (np.diag([1.0, -1.0]), np.zeros((2, 2))):
         with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
-            inverse_and_logdet(np, S)
+            inverse_and_logdet(np, S, np.eye(2))
