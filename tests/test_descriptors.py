@@ -14,7 +14,7 @@ from sklearn.pipeline import make_pipeline
 
 from metricfit.datasets import load_lfw
 from metricfit.features import HOG, DenseSIFT, Gabor, SquareRoot, gabor_kernel
-from metricfit.features._gabor import GaborPlan, gabor_bank, gabor_magnitudes
+from metricfit.features._gabor import GaborPlan, _reflect_into, gabor_bank, gabor_magnitudes
 from metricfit.features._hog import NORMS, _gradients_into, hog_features
 from metricfit.features._sift import dense_sift
 
@@ -169,6 +169,20 @@ def test_gabor_convolution_equals_scipy_ndimage(rng):
             ours = response[pad_r:pad_r + 30, pad_c:pad_c + 25]  # pad_c is 0: image columns only
             assert_allclose(ours, ref, atol=1e-12 * np.abs(ref).max())
             assert_allclose(ours, convolve_reflect_ref(image, g), atol=1e-12 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("rows, cols, pad_r, pad_c, extra", [
+    (7, 5, 0, 0, (0, 0)), (7, 5, 3, 2, (1, 4)), (4, 3, 9, 11, (2, 0)), (1, 2, 5, 6, (0, 3))])
+def test_reflect_kernel_equals_numpy_pad(rng, rows, cols, pad_r, pad_c, extra):
+    """The numba reflection = np.pad's 'symmetric', also for pads several times the image."""
+    images = rng.random((3, rows, cols))
+    shape = (3, rows + 2 * pad_r + extra[0], cols + 2 * pad_c + extra[1])
+    out = np.full(shape, np.nan)
+    _reflect_into(images, pad_r, pad_c, out)
+    ref = np.zeros(shape)
+    ref[:, :rows + 2 * pad_r, :cols + 2 * pad_c] = np.pad(
+        images, ((0, 0), (pad_r, pad_r), (pad_c, pad_c)), mode="symmetric")
+    assert_array_equal(out, ref)
 
 
 def test_gabor_of_a_constant_image_is_zero():
