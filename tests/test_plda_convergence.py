@@ -151,3 +151,17 @@ def test_a_covariance_that_is_not_positive_definite_is_an_error():
     for S in (np.diag([1.0, -1.0]), np.zeros((2, 2))):
         with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
             inverse_and_logdet(np, S, np.eye(2))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), d=st.integers(1, 30))
+def test_mirror_kernel_equals_its_numpy_twin(seed, d):
+    """``mirror_upper`` = ``triu(a) + triu(a, 1).T``, in place, on the C-ordered transpose of a
+    Fortran array (how the EM calls it on potri's output)."""
+    from metricfit.backend._symmetric_kernels import mirror_upper
+
+    a = np.asfortranarray(np.random.default_rng(seed).normal(size=(d, d)))
+    expected = np.triu(a.T) + np.triu(a.T, 1).T
+    out = mirror_upper(a.T)
+    assert np.shares_memory(out, a) and out.flags.c_contiguous
+    assert np.array_equal(out, expected)
