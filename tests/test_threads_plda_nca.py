@@ -176,8 +176,11 @@ def test_nca_column_sums_and_weights_match_numpy_twins(small_units):
     Z = X[:, :5]
     n = Z.shape[0]
     p, r, c = np.empty(n), np.empty(n), np.zeros(n)
-    Ws = [W.copy() for _, _, W in nca._weight_blocks(Z, codes, 40, p, r, c)]
+    Y = np.random.default_rng(2).normal(size=(n, 3))
+    product = np.full((n, 3), np.nan)
+    Ws = [W.copy() for _, _, W, _ in nca._weight_blocks(Z, codes, 40, p, r, c, Y, product)]
     W = np.concatenate(Ws)
+    assert_allclose(product, W @ Y, rtol=1e-12, atol=1e-14)  # W Y's rows, with the weights
     D = ((Z[:, None] - Z[None]) ** 2).sum(-1)  # the twin: dense softmax over l != i
     E = np.exp(-D)
     np.fill_diagonal(E, 0)
@@ -187,7 +190,11 @@ def test_nca_column_sums_and_weights_match_numpy_twins(small_units):
     assert_allclose(p, p_twin, rtol=1e-12)
     assert_allclose(W, P * (same - p_twin[:, None]), atol=1e-15)
     assert_allclose(r, W.sum(axis=1), atol=1e-14)
-    twin = np.zeros(n)  # column sums row by row, in order
-    for row in W:
-        twin += row
+    twin = np.zeros(n)  # per unit of rows (5) in each block (40), row by row; units in order
+    for start in range(0, n, 40):
+        for first in range(start, min(start + 40, n), nca.UNIT_ROWS):
+            unit_sums = np.zeros(n)
+            for row in W[first:min(first + nca.UNIT_ROWS, start + 40, n)]:
+                unit_sums += row
+            twin += unit_sums
     assert_array_equal(c, twin)

@@ -63,11 +63,13 @@ n x n computation.
 The softmax is shifted by the row's smallest distance, so ``exp`` never overflows; sums are
 accumulated in float64 also for float32 data.
 
-Threads: the GEMMs use BLAS's threads; the numba kernels and ``exp`` of a block run on
-:func:`metricfit.get_threads` threads over fixed units of rows (the rows of W are
-independent), then W's column sums over fixed units of columns, each column summed in row
-order. The result does not depend on the thread count (bit for bit, ``tests/
-test_threads_plda_nca.py``) and equals the serial computation's.
+Threads: a block's work runs on :func:`metricfit.get_threads` threads over fixed units of
+``UNIT_ROWS`` rows (the rows of W are independent): each unit computes its Gram rows, the
+numba kernels and ``exp``, then, while its rows of W are in its core's cache, their product
+with X (or Z) and their column sums (float64, in row order); the units' column sums are then
+added in unit order. ``X_B^T (W_B X)`` (or ``W^T Z``) follows over fixed units of columns.
+BLAS runs on one thread inside the units. The result does not depend on the thread count
+(bit for bit, ``tests/test_threads_plda_nca.py``) and equals the serial computation's.
 """
 
 import math
@@ -82,7 +84,7 @@ __all__ = ["cost_grad_embedded", "cost_grad", "objective", "default_block_rows"]
 BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
 MIN_BLOCK_ROWS = 64  # fewer rows make W_B^T Z_B a thin, memory-bound update of all of Z
 UNIT_ROWS = 128  # rows per work unit of the numba kernels (fixed: not the thread count)
-UNIT_COLUMNS = 512  # columns per work unit of the column sums
+UNIT_COLUMNS = 512  # columns per work unit of W^T Z / X_B^T (W_B X)
 
 
 def default_block_rows(n_samples, itemsize):
@@ -140,21 +142,21 @@ def neighbour_weights(E, codes, start, p_out, r_out):  # pragma: no cover (compi
 
 
 @njit(cache=True, nogil=True)
-def add_column_sums(W, first, last, c_out):  # pragma: no cover (compiled)
-    """``c_out[j] += sum_i W[i, j]`` (float64) for columns ``first <= j < last``, row by row
-    in order: each column is summed by one thread in row order, whatever the column split."""
+def add_column_sums(W, c_out):  # pragma: no cover (compiled)
+    """``c_out[j] += sum_i W[i, j]`` (float64), row by row in order."""
     for i in range(W.shape[0]):
-        for j in range(first, last):
+        for j in range(W.shape[1]):
             c_out[j] += W[i, j]
 
 
-def _block_to_weights(Z, S, sq_norms, codes, start, p, r, c):
+def _block_to_weights(Z, S, sq_norms, codes, start, p, r, c, right, product):
     """One block of rows B = start.., the Gram block S = Z_B Z^T (b, n) -> logits -> exp ->
-    weights W_B, with ``p``, ``r`` (b,) and W_B's column sums added into ``c`` (n,), on
-    :func:`metricfit.parallel.get_threads` threads: first over fixed units of ``UNIT_ROWS``
-    rows (the Gram rows, W, ``p``, ``r``: rows are independent), then over fixed units of
-    ``UNIT_COLUMNS`` columns (each column of W summed in row order).
-    The numbers do not depend on the thread count.
+    weights W_B, with ``p``, ``r`` (b,), ``product = W_B right`` (b, m) and W_B's column
+    sums added into ``c`` (n,), on :func:`metricfit.parallel.get_threads` threads over fixed
+    units of ``UNIT_ROWS`` rows: each unit's Gram rows, W, ``p``, ``r``, product rows and
+    column sums (rows are independent; the unit's rows of W are read again while they are in
+    its core's cache), then the units' column sums added into ``c`` in unit order. The
+    numbers do not depend on the thread count.
     """
     def unit(rows):
         part = S[rows]
@@ -164,15 +166,20 @@ def _block_to_weights(Z, S, sq_norms, codes, start, p, r, c):
         with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
             np.exp(part, out=part)  # NumPy's SIMD exp: 2-3x a numba loop in float32
         neighbour_weights(part, codes, first, p[rows], r[rows])
+        np.matmul(part, right, out=product[rows])  # (u, m) rows of W_B right
+        add_column_sums(part, partial[rows.start // UNIT_ROWS])
 
+    partial = np.zeros((-(-S.shape[0] // UNIT_ROWS), S.shape[1]))  # per unit, float64
     map_blocks(unit, S.shape[0], UNIT_ROWS)
-    map_blocks(lambda cols: add_column_sums(S, cols.start, cols.stop, c), S.shape[1],
-               UNIT_COLUMNS)
+    for unit_sums in partial:  # the units' column sums, added in unit order
+        c += unit_sums
 
 
-def _weight_blocks(Z, codes, block_rows, p, r, c):
-    """Yield ``(start, stop, W_B)`` for each block of rows, W_B (b, n) the weights
-    ``w_ij = p_ij (m_ij - p_i)`` in a reused buffer; fills p, r (n,) and adds into c (n,)."""
+def _weight_blocks(Z, codes, block_rows, p, r, c, right, product):
+    """Yield ``(start, stop, W_B, P_B)`` for each block of rows, W_B (b, n) the weights
+    ``w_ij = p_ij (m_ij - p_i)`` in a reused buffer and ``P_B = W_B right`` (b, m) the rows
+    of ``product`` (n, m), or of a reused buffer when ``product`` has fewer rows than Z; fills
+    p, r (n,) and adds into c (n,)."""
     n = Z.shape[0]
     b = block_rows or default_block_rows(n, Z.itemsize)
     sq_norms = np.einsum("ij,ij->i", Z, Z)  # (n,)
@@ -180,15 +187,10 @@ def _weight_blocks(Z, codes, block_rows, p, r, c):
     for start in range(0, n, b):
         stop = min(start + b, n)
         S = buffer[: stop - start]
-        _block_to_weights(Z, S, sq_norms, codes, start, p[start:stop], r[start:stop], c)
-        yield start, stop, S
-
-
-def _rows_product(W, Y, out):
-    """``out = W Y`` (b, m) by fixed units of W's rows, in the pool."""
-    def unit(rows):
-        np.matmul(W[rows], Y, out=out[rows])
-    map_blocks(unit, W.shape[0], UNIT_ROWS)
+        P = product[start:stop] if product.shape[0] == n else product[: stop - start]
+        _block_to_weights(Z, S, sq_norms, codes, start, p[start:stop], r[start:stop], c,
+                          right, P)
+        yield start, stop, S, P
 
 
 def _add_transposed_product(acc, W, Y):
@@ -228,9 +230,8 @@ def cost_grad_embedded(Z, codes, block_rows=None):
     WtZ = np.zeros((n, k), dtype=Z.dtype)  # W^T Z, accumulated (n, k)
     p, r, c = np.empty(n), np.empty(n), np.zeros(n)
     with _single_blas():  # nested in cost_grad's: a no-op there
-        for start, stop, W in _weight_blocks(Z, codes, block_rows, p, r, c):
-            _rows_product(W, Z, WZ[start:stop])  # (b, k)
-            _add_transposed_product(WtZ, W, Z[start:stop])
+        for start, stop, W, _ in _weight_blocks(Z, codes, block_rows, p, r, c, Z, WZ):
+            _add_transposed_product(WtZ, W, Z[start:stop])  # W Z's rows came with W
     dZ = (r + c).astype(Z.dtype)[:, None] * Z
     dZ -= WZ
     dZ -= WtZ
@@ -278,11 +279,9 @@ def _cost_grad(A, X, codes, block_rows):
         return J, dZ.T @ X  # (k, d)
     n = X.shape[0]
     MT = np.zeros((d, d), dtype=Z.dtype)  # M^T = sum_B (W_B X)^T X_B
-    WX = np.empty((min(block_rows or n, n), d), dtype=Z.dtype)
+    WX = np.empty((min(block_rows or n, n), d), dtype=Z.dtype)  # W_B X, a block at a time
     p, r, c = np.empty(n), np.empty(n), np.zeros(n)
-    for start, stop, W in _weight_blocks(Z, codes, block_rows, p, r, c):
-        rows = WX[: stop - start]
-        _rows_product(W, X, rows)  # (b, d)
+    for start, stop, _, rows in _weight_blocks(Z, codes, block_rows, p, r, c, X, WX):
         _add_transposed_product(MT, rows, X[start:stop])  # (d, d)
     M = MT.T
     D = (X.T * (r + c).astype(X.dtype)) @ X  # X^T diag(r + c) X, (d, d)
