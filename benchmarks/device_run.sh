@@ -3,7 +3,8 @@
 # linear objectives, their kernel sections (after a GEMM, as in the objectives), the index-pair
 # passes, the convnet, the descriptors, NCA and PLDA at 1, 2, 4 and 16 threads; the objectives,
 # kernels and NCA again at 16 threads with OpenBLAS's own idle spin (OPENBLAS_THREAD_TIMEOUT=28
-# against metricfit's 16); and torch CPU's convnet at the same thread counts. Each step has its own time limit and its log under $OUT
+# against metricfit's 16); torch CPU's convnet at the same thread counts; each descriptor at
+# each count and Gabor's GIL turns. Each step has its own time limit and its log under $OUT
 # (default ./device_out); a failing step does not stop the others. The GPU benchmark
 # (bench_gpu.py) and PLDA / NCA scaling were run on the same kind of machine by their own
 # commands (docs/results/timing.md).
@@ -55,5 +56,10 @@ for t in map(int, '$COUNTS'.split()):
     r = bench_cnn.torch_seconds(t, 10)
     print(f'torch CPU convnet, {t:2d} threads: train {1e3 * r[\"train\"]:.1f} ms, inference {1e3 * r[\"infer\"]:.1f} ms', flush=True)
 "
+# each descriptor at every count (which one stops scaling), and how often Gabor takes the GIL
+# back on one thread (each turn a hand-off between threads when many run it)
+step descriptors "${DESCRIPTORS_LIMIT:-120}" python3 benchmarks/bench_descriptors.py --synthetic \
+    --n 1024 --threads "$(echo $COUNTS | tr ' ' ',')" --no-cold
+step gil_waits "${GIL_LIMIT:-40}" python3 benchmarks/gil_waits.py --n 256
 cat "$OUT/machine.log" "$OUT/scaling.md" "$OUT/spin28.md" "$OUT/blas_spin.log" \
-    "$OUT/torch.log" 2>/dev/null
+    "$OUT/torch.log" "$OUT/descriptors.log" "$OUT/gil_waits.log" 2>/dev/null
