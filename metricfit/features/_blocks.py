@@ -20,13 +20,21 @@ from numba import njit
 from . import _lbp
 from ._lbp import _codes_into, _pad, sample_offsets, uniform_table
 
-__all__ = ["n_windows", "block_histograms", "lbp_histograms"]
+__all__ = ["n_windows", "window", "block_histograms", "lbp_histograms"]
 
 
 @njit(cache=True, nogil=True)
 def n_windows(length, block, step):  # pragma: no cover (compiled)
     """Windows along one axis: ``ceil((2 * length - block) / (2 * step))`` (length >= block)."""
     return (2 * length - block + 2 * step - 1) // (2 * step)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def window(i, block, step, length):  # pragma: no cover (compiled)
+    """``(start, stop)`` of window i along an axis: ``i * step`` to ``i * step + block``,
+    clipped at ``length`` (the last window may be partial)."""
+    start = i * step
+    return start, min(start + block, length)
 
 
 @njit(cache=True, nogil=True)
@@ -39,11 +47,9 @@ def _histograms_into(codes, block_h, block_w, step_h, step_w, n_bins, out,
     out[offset:offset + nr * nc * n_bins] = 0.0
     base = offset
     for i in range(nr):
-        r0 = i * step_h
-        r1 = min(r0 + block_h, rows)
+        r0, r1 = window(i, block_h, step_h, rows)
         for j in range(nc):
-            c0 = j * step_w
-            c1 = min(c0 + block_w, cols)
+            c0, c1 = window(j, block_w, step_w, cols)
             for r in range(r0, r1):
                 for c in range(c0, c1):
                     out[base + codes[r, c]] += 1.0

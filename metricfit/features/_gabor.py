@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 from scipy import fft as sp_fft
 
-from ._blocks import n_windows
+from ._blocks import n_windows, window
 
 __all__ = ["gabor_kernel", "gabor_bank", "gabor_magnitudes"]
 
@@ -137,11 +137,9 @@ def _pooled_magnitudes_into(responses, pad_r, pad_c, rows, cols, block_h, block_
         t = offset
         for k in range(responses.shape[1]):
             for i in range(nr):
-                r0 = i * step_h
-                r1 = min(r0 + block_h, rows)
+                r0, r1 = window(i, block_h, step_h, rows)
                 for j in range(nc):
-                    c0 = j * step_w
-                    c1 = min(c0 + block_w, cols)
+                    c0, c1 = window(j, block_w, step_w, cols)
                     total = 0.0
                     for r in range(r0, r1):
                         for c in range(c0, c1):
