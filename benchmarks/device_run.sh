@@ -4,10 +4,10 @@
 # passes, the convnet, the descriptors, NCA and PLDA at 1, 2, 4 and 16 threads; the objectives,
 # kernels and NCA again at 16 threads with OpenBLAS's own idle spin (OPENBLAS_THREAD_TIMEOUT=28
 # against metricfit's 16); torch CPU's convnet at the same thread counts; each descriptor at
-# each count and Gabor's GIL turns. Each step has its own time limit and its log under $OUT
-# (default ./device_out); a failing step does not stop the others. The GPU benchmark
-# (bench_gpu.py) and PLDA / NCA scaling were run on the same kind of machine by their own
-# commands (docs/results/timing.md).
+# each count, Gabor's GIL turns and the machine's ceiling (ceiling.py). Each step has its own
+# time limit and its log under $OUT (default ./device_out); a failing step does not stop the
+# others. The GPU benchmark (bench_gpu.py) and PLDA / NCA scaling were run on the same kind of
+# machine by their own commands (docs/results/timing.md).
 #
 #     OUT=/tmp/out bash benchmarks/device_run.sh
 #     COUNTS="1 2" OUT=/tmp/out bash benchmarks/device_run.sh   # a dry run on 2 cores
@@ -61,5 +61,8 @@ for t in map(int, '$COUNTS'.split()):
 step descriptors "${DESCRIPTORS_LIMIT:-120}" python3 benchmarks/bench_descriptors.py --synthetic \
     --n 1024 --threads "$(echo $COUNTS | tr ' ' ',')" --no-cold
 step gil_waits "${GIL_LIMIT:-40}" python3 benchmarks/gil_waits.py --n 256
+# the machine's own ceiling: a compute-only and a memory-streaming workload with no serial part
+# shellcheck disable=SC2086
+step ceiling "${CEILING_LIMIT:-60}" python3 benchmarks/ceiling.py --threads $COUNTS
 cat "$OUT/machine.log" "$OUT/scaling.md" "$OUT/spin28.md" "$OUT/blas_spin.log" \
-    "$OUT/torch.log" "$OUT/descriptors.log" "$OUT/gil_waits.log" 2>/dev/null
+    "$OUT/torch.log" "$OUT/descriptors.log" "$OUT/gil_waits.log" "$OUT/ceiling.log" 2>/dev/null
