@@ -21,8 +21,8 @@ launcher (medians of ``--repeats``).
 
 import argparse
 import os
-import statistics
-import time
+import sys
+from pathlib import Path
 
 import metricfit  # first, before numpy: OpenBLAS's idle spin (metricfit._blas_env)
 
@@ -31,6 +31,9 @@ import numpy as np
 from numba import njit, prange
 
 from metricfit.parallel import map_blocks, numba_threads
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from handoff import _median_us  # noqa: E402  (the same timer)
 
 TASKS = 64  # fixed tasks per call: the split does not depend on the thread count
 STEPS = 400_000  # recurrence steps per compute task (about 1 ms on one core)
@@ -71,13 +74,7 @@ def _stream_driver(data, out, n_tasks):  # pragma: no cover (compiled)
 
 
 def _median_ms(call, repeats):
-    call()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
+    return _median_us(call, repeats)[0] / 1e3
 
 
 def measure(threads, repeats=7):
