@@ -214,7 +214,7 @@ def map_blocks(fn, n_items, block):
 _IN_POOL = contextvars.ContextVar("metricfit_in_pool", default=False)
 
 
-def kernel_threads(n_tasks):
+def kernel_threads(n_tasks, threads=None):
     """Threads for a numba ``parallel=True`` driver over ``n_tasks`` fixed tasks, or 0 where
     the tasks run on the pool (:func:`map_blocks`) instead.
 
@@ -225,7 +225,8 @@ def kernel_threads(n_tasks):
     numba's ``NUMBA_NUM_THREADS``; the tasks do not depend on the count, so neither does the
     result.
     """
-    n = min(get_threads(), n_tasks, int(numba.config.NUMBA_NUM_THREADS))
+    n = min(get_threads() if threads is None else threads, n_tasks,
+            int(numba.config.NUMBA_NUM_THREADS))
     if n <= 1 or _in_pool() or _kernel_launcher() == "pool":
         return 0
     return n if threadsafe_layer() else 0
@@ -239,11 +240,12 @@ def _kernel_launcher():
     return value or "numba"
 
 
-def launch(driver, n_tasks, *args):
+def launch(driver, n_tasks, *args, threads=None):
     """``driver(*args)``, a numba ``parallel=True`` driver over ``n_tasks`` fixed tasks, on
-    :func:`kernel_threads` numba threads; returns False without calling it where that is 0
-    (``driver`` None included), and the caller then runs the tasks on the pool."""
-    n = 0 if driver is None else kernel_threads(n_tasks)
+    :func:`kernel_threads` numba threads (``threads``: the count asked for, default the package
+    setting); returns False without calling it where that is 0 (``driver`` None included), and
+    the caller then runs the tasks on the pool."""
+    n = 0 if driver is None else kernel_threads(n_tasks, threads)
     if not n:
         return False
     with numba_threads(n):

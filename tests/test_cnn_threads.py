@@ -135,3 +135,42 @@ def test_the_tanh_layer_in_chunks_equals_one_pass():
     np.testing.assert_array_equal(Y[:2], Y1)
     np.testing.assert_allclose(Y, np.tanh(X), rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(dX, 1 - np.tanh(X) ** 2, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_numba_drivers_give_the_pools_numbers(threads, monkeypatch):
+    """The passes on numba's threads (metricfit.cnn._drivers) and on the package pool: the
+    same training step and embeddings, bit for bit (48 images, 3 blocks: on 3 threads the
+    conv backward runs by whole image blocks; on 2 by images, then by weight units)."""
+    from metricfit import parallel
+    from metricfit.cnn import _drivers
+
+    if not parallel.kernel_threads(2, 2):
+        pytest.skip("numba's threading layer is not thread-safe here: the pool runs all")
+    net = ConvNetwork(network_spec((56, 46)))
+    rng = np.random.default_rng(6)
+    theta = net.init(rng)
+    pairs = rng.normal(size=(24, 2, 56, 46)).astype(np.float32)
+    objective = SiameseObjective(net, pairs, np.where(np.arange(24) % 2 == 0, 1, -1))
+    launched = []
+    real_launch = parallel.launch
+
+    def spy(driver, *args, **kwargs):
+        ran = real_launch(driver, *args, **kwargs)
+        launched.append(driver if ran else None)
+        return ran
+
+    monkeypatch.setattr("metricfit.cnn.threads.launch", spy)
+    out = {}
+    for mode in ("pool", "numba"):
+        monkeypatch.setenv("METRICFIT_KERNEL_THREADS", mode)
+        with num_threads(threads):
+            J, G = objective.batch(theta, np.arange(24))
+            out[mode] = (J, G, net.transform(theta, pairs[:, 0], batch_size=24))
+    assert out["pool"][0] == out["numba"][0]
+    for got, want in zip(out["numba"][1:], out["pool"][1:], strict=True):
+        np.testing.assert_array_equal(got, want)
+    ran = {driver for driver in launched if driver is not None}
+    assert _drivers.lenet_forward_spans in ran and _drivers.subsample_backward_spans in ran
+    assert (_drivers.conv_block_spans in ran) if threads == 3 else (
+        {_drivers.conv_image_spans, _drivers.conv_weight_spans} <= ran)

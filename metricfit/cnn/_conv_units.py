@@ -32,15 +32,17 @@ from ._conv_kernels import _bias_grad, _input_grad_into, _spread, _weight_grad_m
 __all__ = ["conv2d_backward_images", "conv2d_weight_units", "weight_unit_costs"]
 
 
-def conv2d_backward_images(dY, Y, W, table, w, pad, Gp, dX, start, stop):
+@njit(cache=True, nogil=True)
+def conv2d_backward_images(dY, Y, W, table, w, pad, Gp, dX, start,
+                           stop):  # pragma: no cover (compiled)
     """Images ``start..stop-1`` of a layer whose input maps are ``w`` wide: ``Gp`` written at
     its valid positions from ``dY`` (and the squashed output ``Y``; an empty Y: no tanh), then
     ``dX`` (n, c_in, h, w) from it unless dX is empty (the first layer)."""
-    rows = slice(start, stop)
-    _spread(dY[rows], Y[rows] if Y.size else Y, w, pad, Gp[rows])
+    _spread(dY[start:stop], Y[start:stop] if Y.size else Y, w, pad, Gp[start:stop])
     if dX.size:
         n_in, h = dX.shape[1], dX.shape[2]
-        _input_grad_into(W, Gp[rows], table, w, dX[rows].reshape(stop - start, n_in, h * w))
+        _input_grad_into(W, Gp[start:stop], table, w,
+                         dX[start:stop].reshape(stop - start, n_in, h * w))
 
 
 @njit(cache=True, nogil=True)

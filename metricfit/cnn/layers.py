@@ -19,7 +19,7 @@ Back-propagation through each layer (LeCun et al. 1998, appendix; seed 000 secti
 
 import numpy as np
 
-from . import _kernels
+from . import _drivers, _kernels
 from ._conv_units import conv2d_backward_images, conv2d_weight_units, weight_unit_costs
 from ._workspace import empty, zeros
 from .activations import tanh_backward, tanh_forward
@@ -215,20 +215,19 @@ class Conv2D:
 
     def forward(self, params, X, workspace=None):
         Y, cache, run = self.forward_units(params, X, workspace)
-        map_spans(run, np.ones(X.shape[0]))  # one unit per image
-        return Y, cache
+        map_spans(run, np.ones(X.shape[0]), _drivers.FORWARD[type(run)], tuple(run))
+        return Y, cache  # (one unit per image)
 
     def forward_units(self, params, X, workspace=None):
         """``(Y, cache, run)``: the output array (not yet written), the cache for
         :meth:`backward` and ``run(i0, i1)``, which writes ``Y[i0:i1]`` from ``X[i0:i1]`` alone
-        (one unit per image; a caller may chain the next per-image layer on the same span)."""
+        (one unit per image; a caller may chain the next per-image layer on the same span),
+        a :class:`._drivers.ConvUnits`."""
         W, b, table = _as(params["W"], X), _as(params["b"], X), self._table_u8
         Y = empty(workspace, id(self), "Y",
                   (X.shape[0],) + self.output_shape(X.shape[1:]), X.dtype)
 
-        def run(i0, i1):
-            _kernels.conv2d_forward_into(X[i0:i1], W, b, table, Y[i0:i1], self.squash)
-
+        run = _drivers.ConvUnits(X, W, b, table, Y, self.squash)
         return Y, (X, Y if self.squash else _NONE[X.dtype.char]), run
 
     def backward(self, params, cache, dY, input_grad=True, workspace=None):
@@ -264,10 +263,13 @@ class Conv2D:
                     images(b * CHUNK, min(n, (b + 1) * CHUNK))
                     weights(b * c_out, (b + 1) * c_out)
 
-            map_spans(blocks, np.ones(n_blocks))
+            map_spans(blocks, np.ones(n_blocks), _drivers.conv_block_spans,
+                      (dY, Y, W, table, w, pad, Gp, dX, X, kh, kw, CHUNK, dW, db))
         else:
-            map_spans(images, np.ones(n))
-            map_spans(weights, weight_unit_costs(n, self.table, CHUNK))
+            map_spans(images, np.ones(n), _drivers.conv_image_spans,
+                      (dY, Y, W, table, w, pad, Gp, dX))
+            map_spans(weights, weight_unit_costs(n, self.table, CHUNK),
+                      _drivers.conv_weight_spans, (X, Gp, pad, table, kh, kw, CHUNK, dW, db))
         dW = _sum_in_order(list(dW)).reshape(W.shape)
         return (dX if input_grad else None), {"W": dW, "b": _sum_in_order(list(db))}
 
@@ -308,20 +310,18 @@ class Subsample:
 
     def forward(self, params, X, workspace=None):
         Y, cache, run = self.forward_units(params, X, workspace)
-        map_spans(run, np.ones(X.shape[0]))  # one unit per image
-        return Y, cache
+        map_spans(run, np.ones(X.shape[0]), _drivers.FORWARD[type(run)], tuple(run))
+        return Y, cache  # (one unit per image)
 
     def forward_units(self, params, X, workspace=None):
-        """``(Y, cache, run)`` as :meth:`Conv2D.forward_units`."""
+        """``(Y, cache, run)`` as :meth:`Conv2D.forward_units` (``run``: a
+        :class:`._drivers.SubsampleUnits`)."""
         coef, bias = _as(params["coef"], X), _as(params["bias"], X)
         shape = (X.shape[0],) + self.output_shape(X.shape[1:])
         Y = empty(workspace, id(self), "Y", shape, X.dtype)
         means = empty(workspace, id(self), "means", shape, X.dtype)
 
-        def run(i0, i1):
-            _kernels.subsample_forward_into(X[i0:i1], coef, bias, *self.window, Y[i0:i1],
-                                            means[i0:i1], self.squash)
-
+        run = _drivers.SubsampleUnits(X, coef, bias, *self.window, Y, means, self.squash)
         return Y, (X.shape[2:], means, Y if self.squash else _NONE[X.dtype.char]), run
 
     def backward(self, params, cache, dY, input_grad=True, workspace=None):
@@ -334,9 +334,10 @@ class Subsample:
         n_blocks = -(-n // CHUNK)
         dcoef, dbias = (empty(workspace, id(self), role, (n_blocks, m), dY.dtype)
                         for role in ("dcoef", "dbias"))  # every entry stored by its unit
-        map_spans(lambda u0, u1: _kernels.subsample_backward_units(
-            means, coef, dY, Y, *self.window, dX, CHUNK, u0, u1, dcoef, dbias),
-            np.ones(n_blocks * m))
+        args = (means, coef, dY, Y, *self.window, dX, CHUNK, dcoef, dbias)
+        map_spans(lambda u0, u1: _kernels.subsample_backward_units(*args[:8], u0, u1,
+                                                                   *args[8:]),
+                  np.ones(n_blocks * m), _drivers.subsample_backward_spans, args)
         return dX, {"coef": _sum_in_order(list(dcoef)), "bias": _sum_in_order(list(dbias))}
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._deprecation import deprecated_aliases
+from . import _drivers
 from ._workspace import empty
 from .layers import Conv2D, Dense, Subsample, Tanh, lenet_table
 from .threads import blas_single_threaded, map_spans
@@ -298,13 +299,17 @@ class ConvNetwork:
 
 
 def _run_chained(runs, n_images):
-    """``run(i0, i1)`` of each layer in order, on each thread's span of the ``n_images``."""
+    """``run(i0, i1)`` of each layer in order, on each thread's span of the ``n_images`` (the
+    paper's C1, S2, C3, S4 on numba's threads through :func:`._drivers.lenet_forward_spans`,
+    other chains on the pool)."""
 
     def span(i0, i1):
         for run in runs:
             run(i0, i1)
 
-    map_spans(span, np.ones(n_images))
+    lenet = tuple(type(run) for run in runs) == _drivers.LENET
+    map_spans(span, np.ones(n_images), _drivers.lenet_forward_spans if lenet else None,
+              tuple(tuple(run) for run in runs))
 
 
 def network_from_dict(spec):

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..parallel import blas_threads, get_threads
+from ..parallel import blas_threads, get_threads, launch
 
 __all__ = ["CHUNK", "get_num_threads", "num_threads", "map_chunks", "blas_single_threaded",
            "n_threads", "spans", "map_spans"]
@@ -123,18 +123,27 @@ GRAIN = 2  # spans per thread that map_spans hands out ...
 MIN_SPANS = 8  # ... and at least this many (a few threads: finer sharing when cores are busy)
 
 
-def map_spans(fn, costs):
+def map_spans(fn, costs, driver=None, args=()):
     """``fn(start, stop)`` on each of the :func:`spans` of ``costs`` (``GRAIN`` spans per
     thread, at least ``MIN_SPANS``; one span on one thread), run by :func:`get_num_threads`
     threads that take the next span as they come free (the calling thread among them);
     returns the results in span order. Which thread runs a span changes nothing in it: ``fn``
     should spend its time in ``nogil`` kernels that write each unit's own output. (Taking spans
     as they come keeps the threads busy when other processes hold some cores; one span per
-    thread would wait for the slowest.)"""
+    thread would wait for the slowest.)
+
+    ``driver``: ``fn``'s numba ``parallel=True`` twin (:mod:`._drivers`), called as
+    ``driver(*args, starts, stops)`` on the same spans where
+    :func:`metricfit.parallel.kernel_threads` allows (one launch from compiled code instead of
+    a GIL turn a span); the results are then None."""
     threads = get_num_threads()
     parts = spans(costs, max(GRAIN * threads, MIN_SPANS) if threads > 1 else 1)
     if len(parts) <= 1:
         return [fn(a, b) for a, b in parts]
+    if driver is not None:
+        starts, stops = (np.array(ends, np.int64) for ends in zip(*parts, strict=True))
+        if launch(driver, len(parts), *args, starts, stops, threads=threads):
+            return [None] * len(parts)
     results = [None] * len(parts)
     order = itertools.count()  # next() is atomic under the GIL
 
