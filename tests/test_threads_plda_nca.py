@@ -198,3 +198,29 @@ def test_nca_column_sums_and_weights_match_numpy_twins(small_units):
                 unit_sums += row
             twin += unit_sums
     assert_array_equal(c, twin)
+
+
+def test_em_holds_blas_to_its_share_of_the_d3_products(monkeypatch):
+    """The two-covariance EM asks BLAS for one thread per EM_MACS_PER_THREAD multiply-adds of
+    a d x d x d product (4 at d = 256), never more than the package setting, and runs inside
+    that limit."""
+    with metricfit.threads(16):
+        assert core._em_blas_threads(256) == 4
+        assert core._em_blas_threads(64) == 1
+        assert core._em_blas_threads(1024) == 16
+    with metricfit.threads(2):
+        assert core._em_blas_threads(256) == 2
+    asked = []
+    real = core.blas_threads
+
+    def spy(n):
+        asked.append(n)
+        return real(n)
+
+    monkeypatch.setattr(core, "blas_threads", spy)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 3)), np.repeat(np.arange(12), 5)
+    counts, means, _, scatter = core.class_statistics(X, y)
+    with metricfit.threads(3):
+        core.fit_two_covariance(counts, means, scatter, n_iter=2)
+    assert asked[0] == 1  # d = 3: one thread

@@ -83,7 +83,7 @@ import numpy as np
 from scipy import linalg
 
 from .._validation import user_stacklevel
-from ..parallel import blas_threads
+from ..parallel import blas_threads, get_threads
 from .class_stats import class_means, class_statistics, offset_scatter
 from .plda_em import EMGroups, group_by_count, grouped_terms, within_log_likelihood
 
@@ -98,6 +98,11 @@ LOG_2PI = np.log(2 * np.pi)
 #: Eigenproblems up to this size run on one BLAS thread: their tridiagonal reduction is a
 #: sequence of small BLAS-2 calls for which OpenBLAS's threads cost more than they give.
 SMALL_LAPACK = 1024
+#: Multiply-adds of one d x d x d product per BLAS thread in the two-covariance EM, whose work
+#: is such products (the classes' statistics are grouped by count). At d = 256 (4 threads) on a
+#: 16-core Xeon, one iteration took 6.25 ms with BLAS on 4 threads against 10.27 / 7.18 / 6.95 /
+#: 7.95 ms on 1 / 2 / 8 / 16 (docs/results/timing.md, benchmarks/device_cnn_ab.sh).
+EM_MACS_PER_THREAD = 2 ** 22
 
 
 def plda_basis(B, W):
@@ -256,6 +261,19 @@ def fit_two_covariance(counts, means, scatter, n_iter=KALDI_N_ITER, callback=Non
     """
     d = means.shape[1]
     _check_n_classes(counts, d)
+    with blas_threads(_em_blas_threads(d)):
+        return _two_covariance_em(counts, means, scatter, n_iter, callback, tol, min_group)
+
+
+def _em_blas_threads(d):
+    """BLAS threads for the two-covariance EM in dimension d: one per
+    :data:`EM_MACS_PER_THREAD` multiply-adds of a d x d x d product, at least 1, at most the
+    package setting (:func:`metricfit.parallel.get_threads`)."""
+    return min(get_threads(), max(1, d ** 3 // EM_MACS_PER_THREAD))
+
+
+def _two_covariance_em(counts, means, scatter, n_iter, callback, tol, min_group):
+    d = means.shape[1]
     B, W = np.eye(d), np.eye(d)  # Kaldi InitParameters: SetUnit()
     em = _em_statistics(counts, means, scatter, min_group)
     history = []
