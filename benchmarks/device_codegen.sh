@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # What numba compiles for on a lent machine, and what it costs (issue 27). On the 2-core AMD
-# machine NUMBA_CPU_NAME=generic (plain x86-64, SSE2) reproduces the 16-core Xeon's convnet
+# machine NUMBA_CPU_NAME=generic (plain x86-64, SSE2) gives about the 16-core Xeon's convnet
 # times at one thread (140.5 / 49.9 ms against the Xeon's 138.2 / 55.0 ms; 53.5 / 19.4 ms
-# compiled for the host). This script records, on the lent machine: numba's own report of the
+# compiled for the host); on the next Xeon numba compiled for its AVX-512 all the same
+# (device_16core.sh, which does this script's work in less time). This script records, on
+# the lent machine: numba's own report of the
 # processor (`numba -s`), the NUMBA_* variables, /proc/cpuinfo's model and vector flags and
 # metricfit.parallel.numba_target(); then the convnet at one thread (bench_cnn.py, torch
 # included when installed) and the prepared float32 objectives (scaling.py, 1 thread) compiled

@@ -4,20 +4,20 @@ metricfit's data-parallel kernels are serial numba functions compiled with ``nog
 ``cache=True``, run side by side on **fixed blocks** of the data. Two launchers share them:
 
 - the package pool of Python threads (:func:`map_blocks`), for any work unit (NumPy calls,
-  per-image descriptors, the convnet's layers, NCA, PLDA's statistics);
+  per-image descriptors, the convnet's dense layers, NCA, PLDA's statistics);
 - for the short kernel sections between two GEMMs (the linear losses' fused kernels and their
-  index-pair passes), a numba ``parallel=True`` *driver* per kernel: a ``prange`` over the same
-  fixed blocks, each calling the same serial kernel, launched from compiled code. A hand-off
-  through the pool costs a wake-up and a turn at the GIL per task, one after another: 358
-  microseconds for 16 tasks on a 16-core Xeon against 47 for the driver (``benchmarks/
-  handoff.py``), and the kernel sections ran no faster on 16 threads than on 4 through the
-  pool (docs/results/timing.md). :func:`launch` runs a driver where :func:`kernel_threads`
-  allows, per call: only where numba's threading layer is thread-safe (OpenMP or TBB:
-  :mod:`metricfit._numba_layer`, which also keeps GNU OpenMP's threads from spinning after
-  each section), never nested in a pool thread, and never with
-  ``METRICFIT_KERNEL_THREADS=pool``. The drivers are cached
-  (``cache=True`` with ``parallel=True`` works in numba 0.68 across thread counts; the first
-  call of a process on a cold cache compiles them, about 0.4 s each).
+  index-pair passes) and the convnet's convolution and subsampling passes
+  (:mod:`metricfit.cnn._drivers`), a numba ``parallel=True`` *driver* per kernel: a ``prange`` over
+  the same fixed blocks, each calling the same serial kernel, launched from compiled code. A
+  hand-off through the pool costs a wake-up and a turn at the GIL per task, one after another: 358
+  microseconds for 16 tasks on a 16-core Xeon against 47 for the driver (``benchmarks/handoff.py``),
+  and the kernel sections ran no faster on 16 threads than on 4 through the pool
+  (docs/results/timing.md). :func:`launch` runs a driver where :func:`kernel_threads` allows, per
+  call: only where numba's threading layer is thread-safe (OpenMP or TBB:
+  :mod:`metricfit._numba_layer`, which also keeps GNU OpenMP's threads from spinning after each
+  section), never nested in a pool thread, and never with ``METRICFIT_KERNEL_THREADS=pool``. The
+  drivers are cached (``cache=True`` with ``parallel=True`` works in numba 0.68 across thread
+  counts; the first call of a process on a cold cache compiles them, about 0.4 s each).
 
 The blocks do not depend on the thread count and partial results are combined in block order
 by the caller, so a result is the same bit for bit on 1, 2 or 16 threads, on either launcher.
