@@ -22,14 +22,8 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 COUNTS=${COUNTS:-1 4 16}
 LOG=$OUT/session.log
 CACHES=$(mktemp -d)
-step() {  # step NAME SECONDS COMMAND... (output appended to the session log)
-    local name=$1 limit=$2; shift 2
-    local t0=$SECONDS rc
-    echo "== $name ($(date -u +%T), limit ${limit}s)" >>"$LOG"
-    timeout "$limit" "$@" >>"$LOG" 2>&1
-    rc=$?
-    echo "== $name rc=$rc in $((SECONDS - t0)) s" >>"$LOG"
-}
+# shellcheck source=benchmarks/_log_steps.sh
+source "$(dirname "$0")/_log_steps.sh"  # step NAME SECONDS COMMAND...
 {
     lscpu | grep -E "Model name|^CPU\(s\)|Thread|Socket"
     grep -m1 "^flags" /proc/cpuinfo | tr ' ' '\n' | grep -E "^(sse4_2|avx|avx2|avx512f|fma)$" \

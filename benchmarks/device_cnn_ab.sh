@@ -17,14 +17,8 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 COUNTS=${COUNTS:-1 4 8 16}
 LAST=${COUNTS##* }
 LOG=$OUT/session.log
-step() {  # step NAME SECONDS COMMAND... (output appended to the session log)
-    local name=$1 limit=$2; shift 2
-    local t0=$SECONDS rc
-    echo "== $name ($(date -u +%T), limit ${limit}s)" >>"$LOG"
-    timeout "$limit" "$@" >>"$LOG" 2>&1
-    rc=$?
-    echo "== $name rc=$rc in $((SECONDS - t0)) s" >>"$LOG"
-}
+# shellcheck source=benchmarks/_log_steps.sh
+source "$(dirname "$0")/_log_steps.sh"  # step NAME SECONDS COMMAND...
 { lscpu | grep -E "Model name|^CPU\(s\)"; env | grep "^NUMBA_" || echo "no NUMBA_* variable"; } \
     >"$LOG" 2>&1
 # shellcheck disable=SC2086

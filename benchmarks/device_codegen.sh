@@ -21,21 +21,16 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 REPEATS=${QUICK:+3}
 REPEATS=${REPEATS:-9}
 CACHES=$(mktemp -d)
-step() {  # step NAME SECONDS COMMAND... (output appended to $OUT/codegen.log)
-    local name=$1 limit=$2; shift 2
-    local t0=$SECONDS rc
-    echo "== $name ($(date -u +%T), limit ${limit}s)" >>"$OUT/codegen.log"
-    timeout "$limit" "$@" >>"$OUT/codegen.log" 2>&1
-    rc=$?
-    echo "== $name rc=$rc in $((SECONDS - t0)) s" >>"$OUT/codegen.log"
-}
+LOG=$OUT/codegen.log
+# shellcheck source=benchmarks/_log_steps.sh
+source "$(dirname "$0")/_log_steps.sh"  # step NAME SECONDS COMMAND...
 {
     lscpu | grep -E "Model name|^CPU\(s\)|Flags" | sed -E 's/(Flags: *).*/\1(below)/'
     grep -m1 "^flags" /proc/cpuinfo | tr ' ' '\n' | grep -E "^(sse4_2|avx|avx2|avx512f|fma)$" \
         | tr '\n' ' '
     echo
     env | grep "^NUMBA_" || echo "no NUMBA_* variable set"
-} >"$OUT/codegen.log" 2>&1
+} >"$LOG" 2>&1
 step "numba -s" 60 bash -c "python3 -m numba -s | sed -n '/__Hardware Information__/,/__OS Information__/p'"
 step target 60 python3 -c "
 from metricfit.parallel import codegen_warning, numba_target
@@ -54,4 +49,4 @@ run_as default
 run_as x86-64-v4 NUMBA_CPU_NAME=x86-64-v4 NUMBA_CPU_FEATURES=+avx512f
 run_as enable-avx NUMBA_ENABLE_AVX=1
 grep -E "^==|numba compiles|warning|NumbaTarget|CPU Name|CPU Features|metricfit \(numba|PyTorch CPU|ratio|_float32 " \
-    "$OUT/codegen.log"
+    "$LOG"
