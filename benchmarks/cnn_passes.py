@@ -1,0 +1,99 @@
+"""Where a convnet training step spends its time on each thread count: every threaded pass
+(each call of ``map_spans``, named by its driver or its function) and the rest (issue 27).
+
+One process per thread count; the training step of bench_cnn.py (64 pairs of 56x46, float32)
+``--rounds`` times; medians per step, ms. "rest" is the step less its threaded passes: the
+loss, the small GEMMs and element-wise work between the passes, the hand-offs' tails.
+
+    python benchmarks/cnn_passes.py --threads 1 2 --rounds 20
+"""
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import metricfit  # first, before numpy: OpenBLAS's idle spin (metricfit._blas_env)
+
+# isort: split
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+def _name(fn, driver):
+    if driver is not None:
+        return driver.__name__
+    return getattr(fn, "__qualname__", repr(fn)).replace(".<locals>", "")
+
+
+def measure(threads, rounds):
+    """``{pass: median ms per step}`` with ``"step"`` and ``"rest"``, on ``threads``."""
+    sys.path.insert(0, str(HERE))
+    import bench_cnn
+
+    from metricfit.cnn import layers, network, num_threads
+    from metricfit.cnn import threads as cnn_threads
+
+    real = cnn_threads.map_spans
+    spent = collections.defaultdict(float)
+
+    def timed(fn, costs, driver=None, args=()):
+        t0 = time.perf_counter()
+        try:
+            return real(fn, costs, driver, args)
+        finally:
+            spent[_name(fn, driver)] += time.perf_counter() - t0
+
+    layers.map_spans = network.map_spans = timed
+    net, theta, objective, _ = bench_cnn._workload()
+    rows = np.arange(bench_cnn.N_PAIRS)
+    per_step = collections.defaultdict(list)
+    with metricfit.threads(threads), num_threads(threads):
+        objective.batch(theta, rows)
+        for _ in range(rounds):
+            spent.clear()
+            t0 = time.perf_counter()
+            objective.batch(theta, rows)
+            step = time.perf_counter() - t0
+            per_step["step"].append(step)
+            per_step["rest"].append(step - sum(spent.values()))
+            for name, seconds in spent.items():
+                per_step[name].append(seconds)
+    return {name: 1e3 * float(np.median(v)) for name, v in per_step.items()}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child's thread count
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(measure(args.one, args.rounds)))
+        return
+    table = {}
+    for threads in args.threads:
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), NUMBA_NUM_THREADS=str(threads),
+                   OPENBLAS_NUM_THREADS=str(threads))
+        out = subprocess.run([sys.executable, __file__, "--one", str(threads), "--rounds",
+                              str(args.rounds)], env=env, capture_output=True, text=True)
+        if out.returncode:
+            print(f"{threads} threads failed: {out.stderr[-500:]}")
+            continue
+        table[threads] = json.loads(out.stdout.strip().splitlines()[-1])
+    names = sorted({n for r in table.values() for n in r} - {"step", "rest"}) + ["rest", "step"]
+    print(f"convnet training step by pass, median of {args.rounds}, ms, {os.cpu_count()} CPUs")
+    print("| pass | " + " | ".join(f"{t} thr" for t in table) + " |")
+    print("|---|" + "---|" * len(table))
+    for name in names:
+        cells = [f"{r[name]:.2f}" if name in r else "-" for r in table.values()]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
