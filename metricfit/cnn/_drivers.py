@@ -147,7 +147,7 @@ def conv_block_spans(dY, Y, W, table, w, pad, Gp, dX, X, kh, kw, block, dW, db, 
     for k in prange(starts.shape[0]):
         for b in range(starts[k], stops[k]):
             conv2d_backward_images(dY, Y, W, table, w, pad, Gp, dX, b * block,
-                            min(n, (b + 1) * block))
+                                   min(n, (b + 1) * block))
             conv2d_weight_units(X, Gp, pad, table, kh, kw, block, b * c_out, (b + 1) * c_out,
                                 dW, db)
 

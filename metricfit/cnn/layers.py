@@ -334,10 +334,9 @@ class Subsample:
         n_blocks = -(-n // CHUNK)
         dcoef, dbias = (empty(workspace, id(self), role, (n_blocks, m), dY.dtype)
                         for role in ("dcoef", "dbias"))  # every entry stored by its unit
-        args = (means, coef, dY, Y, *self.window, dX, CHUNK, dcoef, dbias)
-        map_spans(lambda u0, u1: _kernels.subsample_backward_units(*args[:8], u0, u1,
-                                                                   *args[8:]),
-                  np.ones(n_blocks * m), _drivers.subsample_backward_spans, args)
+        args, parts = (means, coef, dY, Y, *self.window, dX, CHUNK), (dcoef, dbias)
+        map_spans(lambda u0, u1: _kernels.subsample_backward_units(*args, u0, u1, *parts),
+                  np.ones(n_blocks * m), _drivers.subsample_backward_spans, args + parts)
         return dX, {"coef": _sum_in_order(list(dcoef)), "bias": _sum_in_order(list(dbias))}
 
 
