@@ -10,8 +10,8 @@ it checks that both give the same loss, gradient and embeddings, bit for bit.
 """
 
 import argparse
+import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,12 +22,14 @@ import metricfit  # first, before numpy: OpenBLAS's idle spin (metricfit._blas_e
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from scaling import json_at  # noqa: E402
+
 MODES = ("pool", "numba")
 
 
 def measure(threads, rounds):
     """``{mode: (step ms, inference ms)}`` medians on ``threads`` threads (this process)."""
-    sys.path.insert(0, str(HERE))
     import bench_cnn
 
     from metricfit.cnn import num_threads
@@ -64,10 +66,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.one:
         same, result = measure(args.one, args.rounds)
-        pool, numba = result["pool"], result["numba"]
-        print(f"| {args.one} | {pool[0]:.2f} | {numba[0]:.2f} | {pool[0] / numba[0]:.2f} | "
-              f"{pool[1]:.2f} | {numba[1]:.2f} | {pool[1] / numba[1]:.2f} | "
-              f"{'yes' if same else 'NO'} |", flush=True)
+        print(json.dumps({"same": same, **result}))
         return
     print(f"convnet, pool against numba drivers, median of {args.rounds} alternating rounds, "
           f"{os.cpu_count()} CPUs")
@@ -75,11 +74,14 @@ def main(argv=None):
           "inference numba ms | pool / numba | same bits |")
     print("|---|---|---|---|---|---|---|---|")
     for threads in args.threads:
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads), NUMBA_NUM_THREADS=str(threads),
-                   OPENBLAS_NUM_THREADS=str(threads))
-        subprocess.run([sys.executable, __file__, "--one", str(threads), "--rounds",
-                        str(args.rounds)], env=env, check=False)
-
+        out = json_at(__file__, threads, "--rounds", args.rounds)
+        if "error" in out:
+            print(f"| {threads} | failed: {out['error']} |", flush=True)
+            continue
+        pool, numba = out["pool"], out["numba"]
+        print(f"| {threads} | {pool[0]:.2f} | {numba[0]:.2f} | {pool[0] / numba[0]:.2f} | "
+              f"{pool[1]:.2f} | {numba[1]:.2f} | {pool[1] / numba[1]:.2f} | "
+              f"{'yes' if out['same'] else 'NO'} |", flush=True)
 
 if __name__ == "__main__":
     main()

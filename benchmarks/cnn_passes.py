@@ -12,7 +12,6 @@ import argparse
 import collections
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,6 +22,8 @@ import metricfit  # first, before numpy: OpenBLAS's idle spin (metricfit._blas_e
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from scaling import json_at  # noqa: E402
 
 
 def _name(fn, driver):
@@ -33,7 +34,6 @@ def _name(fn, driver):
 
 def measure(threads, rounds):
     """``{pass: median ms per step}`` with ``"step"`` and ``"rest"``, on ``threads``."""
-    sys.path.insert(0, str(HERE))
     import bench_cnn
 
     from metricfit.cnn import layers, network, num_threads
@@ -78,14 +78,11 @@ def main(argv=None):
         return
     table = {}
     for threads in args.threads:
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads), NUMBA_NUM_THREADS=str(threads),
-                   OPENBLAS_NUM_THREADS=str(threads))
-        out = subprocess.run([sys.executable, __file__, "--one", str(threads), "--rounds",
-                              str(args.rounds)], env=env, capture_output=True, text=True)
-        if out.returncode:
-            print(f"{threads} threads failed: {out.stderr[-500:]}")
+        out = json_at(__file__, threads, "--rounds", args.rounds)
+        if "error" in out:
+            print(f"{threads} threads failed: {out['error']}")
             continue
-        table[threads] = json.loads(out.stdout.strip().splitlines()[-1])
+        table[threads] = out
     names = sorted({n for r in table.values() for n in r} - {"step", "rest"}) + ["rest", "step"]
     print(f"convnet training step by pass, median of {args.rounds}, ms, {os.cpu_count()} CPUs")
     print("| pass | " + " | ".join(f"{t} thr" for t in table) + " |")

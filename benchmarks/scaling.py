@@ -317,15 +317,32 @@ def worker(names, repeats):
         print(json.dumps(row), flush=True)
 
 
-def run_count(threads, names, repeats, timeout, extra=()):
-    """``(environment, {name: row})`` of one subprocess at ``threads`` threads; workloads it
-    did not reach (timeout, crash) get an ``error`` row."""
+def thread_env(threads):
+    """This process's environment with every thread variable (``THREAD_VARS``) at
+    ``threads``, for a fresh subprocess."""
     env = dict(os.environ, **{var: str(threads) for var in THREAD_VARS})
     # the worker imports numpy before metricfit: give it metricfit's idle-spin default, as
     # the metricfit command has it (the caller's own value, e.g. 28 for OpenBLAS's, wins)
     env.setdefault(SPIN_VAR, SPIN_DEFAULT)
     # the caller's PYTHONPATH first (e.g. another metricfit to compare), then this checkout
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(HERE.parent)]))
+    return env
+
+
+def json_at(script, threads, *args):
+    """The last line of ``python script --one threads *args``, run in a fresh process at
+    ``threads`` threads, as JSON; ``{"error": ...}`` where it failed."""
+    proc = subprocess.run([sys.executable, str(script), "--one", str(threads), *map(str, args)],
+                          env=thread_env(threads), capture_output=True, text=True)
+    if proc.returncode:
+        return {"error": proc.stderr.strip()[-300:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_count(threads, names, repeats, timeout, extra=()):
+    """``(environment, {name: row})`` of one subprocess at ``threads`` threads; workloads it
+    did not reach (timeout, crash) get an ``error`` row."""
+    env = thread_env(threads)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", *extra, "--repeats",
            str(repeats), "--only", *names]
     try:

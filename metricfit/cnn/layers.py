@@ -248,11 +248,14 @@ class Conv2D:
         dW = zeros(workspace, id(self), "dW", (n_blocks, c_out, self.n_in, kh * kw), X.dtype)
         db = empty(workspace, id(self), "db", (n_blocks, c_out), X.dtype)
 
-        def images(i0, i1):
-            conv2d_backward_images(dY, Y, W, table, w, pad, Gp, dX, i0, i1)
+        image_args = (dY, Y, W, table, w, pad, Gp, dX)
+        weight_args = (X, Gp, pad, table, kh, kw, CHUNK)
+
+        def images(i0, i1):  # (the drivers of ._drivers take the same arguments, then spans)
+            conv2d_backward_images(*image_args, i0, i1)
 
         def weights(u0, u1):
-            conv2d_weight_units(X, Gp, pad, table, kh, kw, CHUNK, u0, u1, dW, db)
+            conv2d_weight_units(*weight_args, u0, u1, dW, db)
 
         threads = get_num_threads()
         if threads == 1 or n_blocks % threads == 0 or n_blocks >= 4 * threads:
@@ -264,12 +267,11 @@ class Conv2D:
                     weights(b * c_out, (b + 1) * c_out)
 
             map_spans(blocks, np.ones(n_blocks), _drivers.conv_block_spans,
-                      (dY, Y, W, table, w, pad, Gp, dX, X, kh, kw, CHUNK, dW, db))
+                      (*image_args, X, kh, kw, CHUNK, dW, db))
         else:
-            map_spans(images, np.ones(n), _drivers.conv_image_spans,
-                      (dY, Y, W, table, w, pad, Gp, dX))
+            map_spans(images, np.ones(n), _drivers.conv_image_spans, image_args)
             map_spans(weights, weight_unit_costs(n, self.table, CHUNK),
-                      _drivers.conv_weight_spans, (X, Gp, pad, table, kh, kw, CHUNK, dW, db))
+                      _drivers.conv_weight_spans, (*weight_args, dW, db))
         dW = _sum_in_order(list(dW)).reshape(W.shape)
         return (dX if input_grad else None), {"W": dW, "b": _sum_in_order(list(db))}
 
