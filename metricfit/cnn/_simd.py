@@ -9,17 +9,27 @@ memory, one load and one store of it per few products, and the loop is bound by 
 operations, not arithmetic (about 30-40 GFLOP/s on this project's machine, against 90-110 for
 the forward correlation).
 
-:func:`dot_taps_4` states the order instead of leaving it to the compiler. It is written in
+:func:`dot_taps_8` states the order instead of leaving it to the compiler. It is written in
 LLVM IR (``llvmlite``) with explicit vector types of 64 bytes (16 float32 or 8 float64 lanes;
 LLVM splits them into the registers the CPU has): lane ``l`` of the accumulator of tap t adds,
 image after image and block after block, the products at positions ``p = l (mod lanes)``; the
-lanes are then added in order 0, 1, ..., lanes - 1. The accumulators of four taps stay in
-registers across the whole loop and share each load of ``Ge``: five vector loads per four
-vector multiply-adds, no stores. The order is fixed by the code, not by the CPU or the
-thread count (no fused multiply-add either: the IR multiplies, then adds).
-:func:`correlate_sources` does the same for the correlations of the forward pass and the
-input gradient (element-wise sums, so the gain there is the registers: each output written
-once).
+lanes are then added in order 0, 1, ..., lanes - 1. The accumulators of eight taps (four
+where the CPU has 16 vector registers: the two halves then take one pass each, the same sums)
+stay in registers across the whole loop and share each load of ``Ge``: nine vector loads per
+eight vector multiply-adds, no stores. :func:`correlate_sources` does the same for the
+correlations of the forward pass and the input gradient (element-wise sums, so the gain there
+is the registers: each output written once).
+
+**The order is fixed by the code**, not by the CPU or the thread count. Each product is added
+by one fused multiply-add (``llvm.fma``: ``acc + a b`` rounded once) where the target has
+them (x86 with FMA3, every AArch64 CPU), else multiplied, rounded, then added. The two round
+differently, so a machine with FMA and one without (or numba told to compile for
+``generic``) differ in the last bits; on one machine and target every thread count gives the
+same bits. Why FMA: a CPU with two 512-bit arithmetic ports (Intel's Xeons) issues a separate
+multiply and add as two operations, so half the products a cycle; AMD's Zen 4/5 add on their
+own pipes and run both forms alike (measured: ``docs/results/timing.md``, "FMA in the
+convolution intrinsics"). How many vectors a block holds follows the registers the target
+has: 32 (AVX-512) or 16 (:func:`wide_registers`); the sums are the same either way.
 
 A span that is not a multiple of the lane count ends with one more block that *overlaps* the
 previous one (it starts at ``span - lanes``), its already-counted lanes zeroed in the
@@ -33,8 +43,9 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["VECTOR_BYTES", "BLOCK_VECTORS", "GROUP_OUTPUTS", "lanes_of", "dot_taps_4",
-           "dot_taps_1", "correlate_sources", "correlate_group_3"]
+__all__ = ["VECTOR_BYTES", "BLOCK_VECTORS", "GROUP_OUTPUTS", "lanes_of", "dot_taps_8",
+           "dot_taps_4", "dot_taps_1", "correlate_sources", "correlate_group_3", "target_features",
+           "fused_multiply_add", "wide_registers", "multiply_add"]
 
 VECTOR_BYTES = 64  # one AVX-512 register; two AVX2 ones
 
@@ -60,6 +71,39 @@ def _vector_types(context, dtype):
     return item, itemsize, lanes, vec, vec.as_pointer(), context.get_value_type(types.intp)
 
 
+def target_features(context):
+    """``(triple, features)`` numba compiles for: the LLVM target triple and the set of CPU
+    features it enables (``"fma"``, ``"avx512f"``, ...), from the codegen's description of
+    itself (what its cache is keyed on)."""
+    triple, _, features = context.codegen().magic_tuple()
+    return triple, {f[1:] for f in features.split(",") if f.startswith("+")}
+
+
+def fused_multiply_add(context):
+    """Whether the target has a fused multiply-add instruction: x86 with FMA3, and every
+    AArch64 CPU (part of its base instruction set)."""
+    triple, features = target_features(context)
+    return "fma" in features or triple.startswith(("aarch64", "arm64"))
+
+
+def wide_registers(context):
+    """Whether the target has 32 vector registers of ``VECTOR_BYTES`` (AVX-512): then the
+    intrinsics keep twice as many accumulators."""
+    return "avx512f" in target_features(context)[1]
+
+
+def _multiply_add(context, builder, acc, a, b):
+    """``acc + a b`` on vectors: one ``llvm.fma`` (one rounding) where the target has fused
+    multiply-adds, else a multiply then an add (module docstring)."""
+    if not fused_multiply_add(context):
+        return builder.fadd(acc, builder.fmul(a, b))
+    vec = acc.type
+    bits = 32 if vec.element == ir.FloatType() else 64
+    fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3),
+                                         f"llvm.fma.v{vec.count}f{bits}")
+    return builder.call(fma, [a, b, acc])
+
+
 def _splat(builder, vec_type, value):
     """A vector with every lane ``value``."""
     out = ir.Constant(vec_type, ir.Undefined)
@@ -68,12 +112,34 @@ def _splat(builder, vec_type, value):
     return out
 
 
+@intrinsic
+def multiply_add(typingctx, a, b, c):
+    """``a b + c`` for float scalars (computed in the widest of their types), as
+    :func:`_multiply_add` decides: one rounding where the target has FMA. Loops over it
+    vectorise (``llvm.fma``)."""
+    if not all(isinstance(t, types.Float) for t in (a, b, c)):
+        return None
+    result = max((a, b, c), key=lambda t: t.bitwidth)
+
+    def codegen(context, builder, signature, args):
+        x, y, z = (context.cast(builder, v, t, result)
+                   for v, t in zip(args, signature.args, strict=True))
+        if not fused_multiply_add(context):
+            return builder.fadd(builder.fmul(x, y), z)
+        fma = cgutils.get_or_insert_function(builder.module,
+                                             ir.FunctionType(x.type, [x.type] * 3),
+                                             f"llvm.fma.f{result.bitwidth}")
+        return builder.call(fma, [x, y, z])
+
+    return result(a, b, c), codegen
+
+
 def _load_vector(builder, data, index, vec_ptr, align):
     return builder.load(builder.bitcast(builder.gep(data, [index]), vec_ptr), align=align)
 
 
 def _make_dot_taps(n_taps):
-    """An intrinsic computing ``n_taps`` tap dot products at once (see :func:`dot_taps_4`)."""
+    """An intrinsic computing ``n_taps`` tap dot products at once (see :func:`dot_taps_8`)."""
 
     def dot_taps(typingctx, G, X, g_start, x_start, span, offs, t0, n_images, g_step, x_step,
                  out, out_start):
@@ -97,7 +163,6 @@ def _make_dot_taps(n_taps):
             offsets = [context.cast(builder, v, signature.args[5].dtype, types.intp)
                        for v in offsets]
             zero = ir.Constant(vec, [ir.Constant(item, 0.0)] * lanes)
-            accs = [cgutils.alloca_once_value(builder, zero) for _ in range(n_taps)]
             width = ir.Constant(intp, lanes)
             n_blocks = builder.sdiv(span_, width)
             rest = builder.srem(span_, width)
@@ -108,35 +173,40 @@ def _make_dot_taps(n_taps):
                                        _splat(builder, ir.VectorType(intp, lanes),
                                               builder.sub(width, rest)))
             last = builder.sub(span_, width)
+            per_pass = n_taps if n_taps <= 4 or wide_registers(context) else 4
 
-            def add_block(g_base, x_base, p, mask):
+            def add_block(accs, taps, g_base, x_base, p, mask):
                 g_vec = _load_vector(builder, g_arr.data, builder.add(g_base, p), vec_ptr,
                                      itemsize)
                 if mask is not None:
                     g_vec = builder.select(mask, g_vec, zero)
-                for j in range(n_taps):
+                for acc, j in zip(accs, taps, strict=True):
                     x_vec = _load_vector(builder, x_arr.data,
                                          builder.add(builder.add(x_base, p), offsets[j]),
                                          vec_ptr, itemsize)
-                    acc = builder.load(accs[j])
-                    builder.store(builder.fadd(acc, builder.fmul(g_vec, x_vec)), accs[j])
+                    builder.store(_multiply_add(context, builder, builder.load(acc), g_vec,
+                                                x_vec), acc)
 
-            with cgutils.for_range(builder, n_img) as image:
-                g_base = builder.add(g0, builder.mul(image.index, g_step_))
-                x_base = builder.add(x0, builder.mul(image.index, x_step_))
-                with cgutils.for_range(builder, n_blocks) as block:
-                    add_block(g_base, x_base, builder.mul(block.index, width), None)
-                has_rest = builder.icmp_signed(">", rest, ir.Constant(intp, 0))
-                with builder.if_then(has_rest):
-                    add_block(g_base, x_base, last, keep)
-            for j in range(n_taps):
-                acc = builder.load(accs[j])
-                total = builder.extract_element(acc, ir.Constant(ir.IntType(32), 0))
-                for lane in range(1, lanes):
-                    total = builder.fadd(total, builder.extract_element(
-                        acc, ir.Constant(ir.IntType(32), lane)))
-                builder.store(total, builder.gep(out_arr.data, [builder.add(
-                    out0, ir.Constant(intp, j))]))
+            for first in range(0, n_taps, per_pass):  # the taps in registers at once
+                taps = range(first, first + per_pass)
+                accs = [cgutils.alloca_once_value(builder, zero) for _ in taps]
+                with cgutils.for_range(builder, n_img) as image:
+                    g_base = builder.add(g0, builder.mul(image.index, g_step_))
+                    x_base = builder.add(x0, builder.mul(image.index, x_step_))
+                    with cgutils.for_range(builder, n_blocks) as block:
+                        add_block(accs, taps, g_base, x_base, builder.mul(block.index, width),
+                                  None)
+                    has_rest = builder.icmp_signed(">", rest, ir.Constant(intp, 0))
+                    with builder.if_then(has_rest):
+                        add_block(accs, taps, g_base, x_base, last, keep)
+                for acc, j in zip(accs, taps, strict=True):
+                    acc = builder.load(acc)
+                    total = builder.extract_element(acc, ir.Constant(ir.IntType(32), 0))
+                    for lane in range(1, lanes):
+                        total = builder.fadd(total, builder.extract_element(
+                            acc, ir.Constant(ir.IntType(32), lane)))
+                    builder.store(total, builder.gep(out_arr.data, [builder.add(
+                        out0, ir.Constant(intp, j))]))
             return context.get_dummy_value()
 
         return sig, codegen
@@ -145,20 +215,25 @@ def _make_dot_taps(n_taps):
     return intrinsic(dot_taps)
 
 
+dot_taps_8 = _make_dot_taps(8)
+dot_taps_8.__doc__ = r"""``out[out_start + j] = sum_{i < n_images} sum_{p < span}
+G[g_start + i g_step + p] X[x_start + i x_step + p + offs[t0 + j]]`` for j = 0..7, in the
+fixed order of the module docstring (all eight taps in one pass over the data where the target
+has 32 vector registers, else taps 0-3 then 4-7: the same sums). ``G``, ``X``, ``out``: 1-D
+contiguous arrays of one float dtype (flat views of the batch); ``offs``: integer tap offsets.
+Requires ``span >= lanes_of(itemsize)`` and every index in bounds (not checked: the caller's
+loops guarantee it)."""
 dot_taps_4 = _make_dot_taps(4)
-dot_taps_4.__doc__ = r"""``out[out_start + j] = sum_{i < n_images} sum_{p < span}
-G[g_start + i g_step + p] X[x_start + i x_step + p + offs[t0 + j]]`` for j = 0..3, in the
-fixed order of the module docstring. ``G``, ``X``, ``out``: 1-D contiguous arrays of one
-float dtype (flat views of the batch); ``offs``: integer tap offsets. Requires ``span >=
-lanes_of(itemsize)`` and every index in bounds (not checked: the caller's loops guarantee
-it)."""
+dot_taps_4.__doc__ = """:func:`dot_taps_8` for four taps (four of those left after groups of 8)."""
 dot_taps_1 = _make_dot_taps(1)
-dot_taps_1.__doc__ = """:func:`dot_taps_4` for one tap (the taps left over after groups of 4)."""
+dot_taps_1.__doc__ = """:func:`dot_taps_8` for one tap (the taps left after groups of 8 and 4; one
+chain of dependent additions, so bound by their latency)."""
 
 
 def _make_correlate_group(n_out, block_vectors):
     """An intrinsic correlating ``n_out`` output maps that read the same source maps (each with
-    its own kernels), ``block_vectors`` vectors per output in registers (see
+    its own kernels), ``block_vectors`` vectors per output in registers, twice as many on a
+    target with 32 vector registers when the size holds such a block (see
     :func:`correlate_sources` and :func:`correlate_group_3`)."""
 
     def correlate_group(typingctx, src, src_starts, taps, tap_starts, n_taps, offs, size, out,
@@ -176,51 +251,64 @@ def _make_correlate_group(n_out, block_vectors):
             size_ = context.cast(builder, args[6], signature.args[6], types.intp)
             n_src = cgutils.unpack_tuple(builder, starts_arr.shape, 1)[0]
             zero = ir.Constant(vec, [ir.Constant(item, 0.0)] * lanes)
-            accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(block_vectors)]
-                    for _ in range(n_out)]
-            width = ir.Constant(intp, lanes * block_vectors)
-            n_blocks = builder.sdiv(builder.add(size_, ir.Constant(intp, lanes * block_vectors
-                                                                   - 1)), width)
-            last = builder.sub(size_, width)
 
             def load_index(arr, i, dtype):
                 value = builder.load(builder.gep(arr.data, [i]))
                 return context.cast(builder, value, dtype, types.intp)
 
-            with cgutils.for_range(builder, n_blocks) as block:
-                start = builder.mul(block.index, width)
-                start = builder.select(builder.icmp_signed(">", start, last), last, start)
-                for row in accs:
-                    for acc in row:
-                        builder.store(zero, acc)
-                with cgutils.for_range(builder, n_src) as k:
-                    s0 = builder.add(load_index(starts_arr, k.index, signature.args[1].dtype),
-                                     start)
-                    t0s = [load_index(tstarts_arr, builder.add(
-                        builder.mul(ir.Constant(intp, j), n_src), k.index),
-                        signature.args[3].dtype) for j in range(n_out)]
-                    with cgutils.for_range(builder, n_taps_) as t:
-                        base = builder.add(s0, load_index(offs_arr, t.index,
-                                                          signature.args[5].dtype))
-                        x_vecs = [_load_vector(builder, src_arr.data,
-                                               builder.add(base, ir.Constant(intp, b * lanes)),
-                                               vec_ptr, itemsize) for b in range(block_vectors)]
-                        for j in range(n_out):
-                            tap = builder.load(builder.gep(taps_arr.data,
-                                                           [builder.add(t0s[j], t.index)]))
-                            tap_vec = _splat(builder, vec, tap)
-                            for b in range(block_vectors):
-                                acc = accs[j][b]
-                                builder.store(builder.fadd(builder.load(acc),
-                                                           builder.fmul(tap_vec, x_vecs[b])), acc)
-                for j in range(n_out):
-                    o0 = builder.add(load_index(ostarts_arr, ir.Constant(intp, j),
-                                                signature.args[8].dtype), start)
-                    for b in range(block_vectors):
-                        ptr = builder.gep(out_arr.data, [builder.add(o0, ir.Constant(
-                            intp, b * lanes))])
-                        builder.store(builder.load(accs[j][b]), builder.bitcast(ptr, vec_ptr),
-                                      align=itemsize)
+            def blocks_of(n_vectors):
+                """Every block of ``n_vectors`` vectors per output (the last one overlapping)."""
+                accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(n_vectors)]
+                        for _ in range(n_out)]
+                width = ir.Constant(intp, lanes * n_vectors)
+                n_blocks = builder.sdiv(builder.add(size_, ir.Constant(intp, lanes * n_vectors
+                                                                       - 1)), width)
+                last = builder.sub(size_, width)
+                with cgutils.for_range(builder, n_blocks) as block:
+                    start = builder.mul(block.index, width)
+                    start = builder.select(builder.icmp_signed(">", start, last), last, start)
+                    for row in accs:
+                        for acc in row:
+                            builder.store(zero, acc)
+                    with cgutils.for_range(builder, n_src) as k:
+                        s0 = builder.add(load_index(starts_arr, k.index,
+                                                    signature.args[1].dtype), start)
+                        t0s = [load_index(tstarts_arr, builder.add(
+                            builder.mul(ir.Constant(intp, j), n_src), k.index),
+                            signature.args[3].dtype) for j in range(n_out)]
+                        with cgutils.for_range(builder, n_taps_) as t:
+                            base = builder.add(s0, load_index(offs_arr, t.index,
+                                                              signature.args[5].dtype))
+                            x_vecs = [_load_vector(builder, src_arr.data, builder.add(
+                                base, ir.Constant(intp, b * lanes)), vec_ptr, itemsize)
+                                for b in range(n_vectors)]
+                            for j in range(n_out):
+                                tap = builder.load(builder.gep(taps_arr.data,
+                                                               [builder.add(t0s[j], t.index)]))
+                                tap_vec = _splat(builder, vec, tap)
+                                for b in range(n_vectors):
+                                    acc = accs[j][b]
+                                    builder.store(_multiply_add(context, builder,
+                                                                builder.load(acc), tap_vec,
+                                                                x_vecs[b]), acc)
+                    for j in range(n_out):
+                        o0 = builder.add(load_index(ostarts_arr, ir.Constant(intp, j),
+                                                    signature.args[8].dtype), start)
+                        for b in range(n_vectors):
+                            ptr = builder.gep(out_arr.data, [builder.add(o0, ir.Constant(
+                                intp, b * lanes))])
+                            builder.store(builder.load(accs[j][b]),
+                                          builder.bitcast(ptr, vec_ptr), align=itemsize)
+
+            if not wide_registers(context):
+                blocks_of(block_vectors)
+                return context.get_dummy_value()
+            fits = builder.icmp_signed(">=", size_, ir.Constant(intp, 2 * block_vectors * lanes))
+            with builder.if_else(fits) as (wide, narrow):
+                with wide:
+                    blocks_of(2 * block_vectors)
+                with narrow:
+                    blocks_of(block_vectors)
             return context.get_dummy_value()
 
         return sig, codegen
@@ -229,7 +317,7 @@ def _make_correlate_group(n_out, block_vectors):
     return intrinsic(correlate_group)
 
 
-BLOCK_VECTORS = 4  # output vectors accumulated at once by correlate_sources
+BLOCK_VECTORS = 4  # output vectors accumulated at once by correlate_sources (8: AVX-512)
 correlate_sources = _make_correlate_group(1, BLOCK_VECTORS)
 correlate_sources.__doc__ = r"""``out[out_starts[0] + p] = sum_k sum_{t < n_taps}
 taps[tap_starts[k] + t] src[src_starts[k] + p + offs[t]]`` for p < size, the sums in that
@@ -237,21 +325,24 @@ order (source k, then tap t): a correlation of several source maps with their ke
 output map (a convolution's forward pass over the input maps an output reads, or its input
 gradient over the output maps that read an input).
 
-Blocks of ``BLOCK_VECTORS`` vectors of out stay in registers while every source and tap adds
-to them (one load and one broadcast tap per ``BLOCK_VECTORS`` multiply-adds, each output
-written once); a size that is not a multiple of the block ends with a block that overlaps the
-previous one and writes the same values again. Requires ``size >= BLOCK_VECTORS *
+Blocks of ``BLOCK_VECTORS`` vectors of out (twice as many on AVX-512 when the size holds
+them) stay in registers while every source and tap adds to them (one load and one broadcast
+tap per ``BLOCK_VECTORS`` multiply-adds, each output written once); a size that is not a
+multiple of the block ends with a block that overlaps the previous one and writes the same
+values again. Requires ``size >= BLOCK_VECTORS *
 lanes_of(itemsize)`` and every index in bounds (not checked). ``src``, ``taps``, ``out``: 1-D
 contiguous arrays of one float dtype; ``src_starts``, ``tap_starts``, ``out_starts``: integer
 arrays."""
 
 
-GROUP_OUTPUTS, GROUP_VECTORS = 3, 2  # 6 accumulators: 12 AVX2 registers of the 16
+GROUP_OUTPUTS, GROUP_VECTORS = 3, 2  # 6 accumulators: 12 AVX2 registers of the 16 (AVX-512:
+# 4 vectors an output when the size holds them, 12 of its 32 registers)
 correlate_group_3 = _make_correlate_group(GROUP_OUTPUTS, GROUP_VECTORS)
 correlate_group_3.__doc__ = r"""``out[out_starts[j] + p] = sum_k sum_{t < n_taps}
 taps[tap_starts[j k_n + k] + t] src[src_starts[k] + p + offs[t]]`` for the ``GROUP_OUTPUTS``
 = 3 outputs j and p < size (``k_n`` = ``src_starts.size``; ``tap_starts`` a flat (3, k_n)
 matrix): :func:`correlate_sources` for three output maps that read the same source maps, each
 loaded source vector serving the three (C1's 15 maps read one input). Blocks of
-``GROUP_VECTORS`` vectors per output; each output's sums in :func:`correlate_sources`' order
-(the same result to the bit). Requires ``size >= GROUP_VECTORS * lanes_of(itemsize)``."""
+``GROUP_VECTORS`` vectors per output (twice as many on AVX-512 when the size holds them);
+each output's sums in :func:`correlate_sources`' order (the same result to the bit).
+Requires ``size >= GROUP_VECTORS * lanes_of(itemsize)``."""
