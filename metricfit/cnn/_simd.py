@@ -27,9 +27,10 @@ differently, so a machine with FMA and one without (or numba told to compile for
 ``generic``) differ in the last bits; on one machine and target every thread count gives the
 same bits. Why FMA: a CPU with two 512-bit arithmetic ports (Intel's Xeons) issues a separate
 multiply and add as two operations, so half the products a cycle; AMD's Zen 4/5 add on their
-own pipes and run both forms alike (measured: ``docs/results/timing.md``, "FMA in the
-convolution intrinsics"). How many vectors a block holds follows the registers the target
-has: 32 (AVX-512) or 16 (:func:`wide_registers`); the sums are the same either way.
+own pipes and run both forms alike (``docs/results/timing.md``, "FMA in the convolution
+intrinsics": llvm-mca's model of a Xeon core, measurements on an AMD one). How many vectors
+a block holds follows the registers the target has: 32 (AVX-512) or 16
+(:func:`wide_registers`); the sums are the same either way.
 
 A span that is not a multiple of the lane count ends with one more block that *overlaps* the
 previous one (it starts at ``span - lanes``), its already-counted lanes zeroed in the
