@@ -94,14 +94,18 @@ def wide_registers(context):
 
 
 def _multiply_add(context, builder, acc, a, b):
-    """``acc + a b`` on vectors: one ``llvm.fma`` (one rounding) where the target has fused
-    multiply-adds, else a multiply then an add (module docstring)."""
+    """``acc + a b`` on float scalars or vectors of one type: one ``llvm.fma`` (one rounding)
+    where the target has fused multiply-adds, else a multiply then an add (module
+    docstring)."""
     if not fused_multiply_add(context):
         return builder.fadd(acc, builder.fmul(a, b))
-    vec = acc.type
-    bits = 32 if vec.element == ir.FloatType() else 64
-    fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3),
-                                         f"llvm.fma.v{vec.count}f{bits}")
+    kind = acc.type
+    element = kind.element if isinstance(kind, ir.VectorType) else kind
+    name = f"f{32 if element == ir.FloatType() else 64}"
+    if isinstance(kind, ir.VectorType):
+        name = f"v{kind.count}{name}"
+    fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(kind, [kind] * 3),
+                                         f"llvm.fma.{name}")
     return builder.call(fma, [a, b, acc])
 
 
@@ -125,12 +129,7 @@ def multiply_add(typingctx, a, b, c):
     def codegen(context, builder, signature, args):
         x, y, z = (context.cast(builder, v, t, result)
                    for v, t in zip(args, signature.args, strict=True))
-        if not fused_multiply_add(context):
-            return builder.fadd(builder.fmul(x, y), z)
-        fma = cgutils.get_or_insert_function(builder.module,
-                                             ir.FunctionType(x.type, [x.type] * 3),
-                                             f"llvm.fma.f{result.bitwidth}")
-        return builder.call(fma, [x, y, z])
+        return _multiply_add(context, builder, z, x, y)
 
     return result(a, b, c), codegen
 
