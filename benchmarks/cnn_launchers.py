@@ -9,7 +9,6 @@ it checks that both give the same loss, gradient and embeddings, bit for bit.
     python benchmarks/cnn_launchers.py --threads 1 2 --rounds 20
 """
 
-import argparse
 import json
 import os
 import sys
@@ -23,7 +22,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from scaling import json_at  # noqa: E402
+from scaling import json_at, per_count_parser  # noqa: E402
 
 MODES = ("pool", "numba")
 
@@ -59,11 +58,7 @@ def measure(threads, rounds):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child's thread count
-    args = parser.parse_args(argv)
+    args = per_count_parser(__doc__.splitlines()[0], 15).parse_args(argv)
     if args.one:
         same, result = measure(args.one, args.rounds)
         print(json.dumps({"same": same, **result}))

@@ -8,7 +8,6 @@ loss, the small GEMMs and element-wise work between the passes, the hand-offs' t
     python benchmarks/cnn_passes.py --threads 1 2 --rounds 20
 """
 
-import argparse
 import collections
 import json
 import os
@@ -23,7 +22,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from scaling import json_at  # noqa: E402
+from scaling import json_at, per_count_parser  # noqa: E402
 
 
 def _name(fn, driver):
@@ -68,11 +67,7 @@ def measure(threads, rounds):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child's thread count
-    args = parser.parse_args(argv)
+    args = per_count_parser(__doc__.splitlines()[0], 20).parse_args(argv)
     if args.one:
         print(json.dumps(measure(args.one, args.rounds)))
         return

@@ -329,6 +329,16 @@ def thread_env(threads):
     return env
 
 
+def per_count_parser(description, rounds):
+    """The command line of a script that :func:`json_at` runs once per thread count:
+    ``--threads`` (the counts), ``--rounds`` and the child's hidden ``--one COUNT``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child's thread count
+    return parser
+
+
 def json_at(script, threads, *args):
     """The last line of ``python script --one threads *args``, run in a fresh process at
     ``threads`` threads, as JSON; ``{"error": ...}`` where it failed."""
