@@ -17,7 +17,7 @@ with ``off_t = u w + v`` and ``span = (h_o - 1) w + w_o``: one long contiguous p
 for the vector units; PERF-NOTES). The entries of ``acc`` with ``q >= w_o`` wrap into the next
 row and are discarded. Loops index *slices* (``xs = x[off:off + span]; xs[p]``): an index
 ``off + p`` makes numba emit a negative-index wrap-around test that blocks vectorisation.
-:func:`._simd.correlate_sources` (used once the span holds four vectors) keeps a block of
+:func:`metricfit._simd.correlate_sources` (used once the span holds four vectors) keeps a block of
 four vectors of ``acc`` in registers while every connected input map and every tap adds to it
 (source by source, tap by tap, in order), and writes each output once. Shorter spans (small
 inputs) take :func:`_correlate_add`: **eight taps per pass** over ``acc`` (``acc[p] += (w0
@@ -43,7 +43,7 @@ the same correlation as the forward pass and writes each ``dx_nc`` once (no scat
 
 The weight gradient is a dot product per tap, and a float dot product only vectorises if its
 additions may be re-associated (``fastmath``, banned in reductions here). It runs on
-:func:`._simd.dot_taps_8`: eight taps' sums in vector registers, each lane summing the
+:func:`metricfit._simd.dot_taps_8`: eight taps' sums in vector registers, each lane summing the
 products at positions ``p = l (mod lanes)`` over the images and positions in order, the lanes
 added in order at the end (the order written in the code, not chosen by the compiler; 2.1x
 faster than the loop below for C3, per chunk of 16 images). The bias gradient is the same dot
@@ -60,7 +60,7 @@ the caller provides it zeroed, and a buffer reused from one training step to the
 import numpy as np
 from numba import njit
 
-from ._simd import (
+from .._simd import (
     BLOCK_VECTORS,
     GROUP_OUTPUTS,
     VECTOR_BYTES,
@@ -175,9 +175,9 @@ def _same_inputs(table, o, count):  # pragma: no cover (compiled)
 def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compiled)
     """:func:`conv2d_forward` written into ``Y`` of shape (n, c_out, ho, wo). Output maps that
     read the same inputs go ``GROUP_OUTPUTS`` at a time through
-    :func:`._simd.correlate_group_3` (each loaded input vector serves all of them: C1's 15 maps,
-    C3's last maps, which read every input), the others one at a time through
-    :func:`._simd.correlate_sources`; small spans through :func:`_correlate_add`."""
+    :func:`metricfit._simd.correlate_group_3` (each loaded input vector serves all of them:
+    C1's 15 maps, C3's last maps, which read every input), the others one at a time through
+    :func:`metricfit._simd.correlate_sources`; small spans through :func:`_correlate_add`."""
     n, c_in, h, w = X.shape
     c_out, _, kh, kw = W.shape
     ho, wo = h - kh + 1, w - kw + 1
@@ -262,7 +262,7 @@ def _spread(dY, Y, w, pad, Gp):  # pragma: no cover (compiled)
 @njit(cache=True, nogil=True)
 def _bias_grad(Gp, pad, o0, o1, db):  # pragma: no cover (compiled)
     """``db[o] = sum over the images and valid positions of Gp[:, o]`` for o0 <= o < o1 (a
-    vector dot product with ones, :func:`._simd.dot_taps_1`, when the span holds a vector;
+    vector dot product with ones, :func:`metricfit._simd.dot_taps_1`, when the span holds a vector;
     else per-image sums added in image order)."""
     n, c_out, width = Gp.shape
     span = width - 2 * pad
@@ -296,7 +296,7 @@ def _weight_grad(X3, Gp, pad, table, kh, kw, w):  # pragma: no cover (compiled)
 def _weight_grad_maps(X3, Gp, pad, table, kh, kw, w, o0, o1, dW):  # pragma: no cover
     """The weight gradient of the output maps o0 <= o < o1 written into ``dW`` (c_out, c_in,
     kh kw) at the connected (o, c) (the others are not touched): eight taps at a time in vector
-    registers (:func:`._simd.dot_taps_8`, fixed order), then four, then one; or
+    registers (:func:`metricfit._simd.dot_taps_8`, fixed order), then four, then one; or
     :func:`_weight_grad_tiled` when the span is shorter than one vector."""
     n, c_in, hw = X3.shape
     c_out, width = Gp.shape[1], Gp.shape[2]

@@ -15,7 +15,7 @@ vectorisation. It changes no arithmetic.
 import numpy as np
 from numba import njit
 
-from ._simd import multiply_add
+from .._simd import multiply_add
 
 __all__ = ["tanh32", "squash_into", "TANH32_CLAMP"]
 
@@ -34,8 +34,8 @@ def tanh32(x):  # pragma: no cover (compiled)
     """float32 tanh as Eigen's ``generic_fast_tanh_float``: the input clamped to
     ``[-7.905, 7.905]``, then an odd degree-13 over an even degree-6 polynomial in x, each
     Horner step one fused multiply-add where the target has them (as Eigen's ``pmadd``;
-    :func:`._simd.multiply_add`). Branch-free (selects), so loops over it vectorise; at most 6
-    float32 ulp from the exact tanh (the test checks 4e-7 relative over [-12, 12]; NumPy's
+    :func:`metricfit._simd.multiply_add`). Branch-free (selects), so loops over it vectorise; at
+    most 6 float32 ulp from the exact tanh (the test checks 4e-7 relative over [-12, 12]; NumPy's
     float32 tanh: 1.4 ulp) and never above 1 in absolute value."""
     v = TANH32_CLAMP if x > TANH32_CLAMP else x
     v = -TANH32_CLAMP if v < -TANH32_CLAMP else v

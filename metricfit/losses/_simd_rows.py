@@ -12,7 +12,7 @@ vectorises only where its additions may be re-associated, which numba allows onl
 time: on four scalar accumulators it ran at about one entry a cycle (0.55 ms for 4,800 rows of
 300 on the 2-core machine), the largest part of the kernel sections between the GEMMs.
 
-:func:`dot_rows` states the order instead (as :mod:`metricfit.cnn._simd` does for the
+:func:`dot_rows` states the order instead (as :mod:`metricfit._simd` does for the
 convnet): entry j goes to lane ``j mod 16`` of two vector accumulators of eight float64
 lanes (``<8 x double>``; LLVM splits them into the registers the CPU has), row block after row
 block of 16 entries, each product formed in float64 from the entries (float32 entries are

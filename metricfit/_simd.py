@@ -1,5 +1,8 @@
 r"""Vector-register accumulators for the convolution kernels, as numba intrinsics.
 
+Used by the convnet (:mod:`metricfit.cnn`) and the Gabor filter bank
+(:mod:`metricfit.features._gabor_separable`): both correlate rows with taps in a fixed order.
+
 The weight gradient is a dot product per kernel tap,
 ``dW[o, c, t] = sum_n sum_p Ge[n, o, p] x[n, c, p + off_t]`` (:mod:`._kernels`). A float dot
 product only vectorises if its additions may be re-associated, which numba allows only with
@@ -44,9 +47,10 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["VECTOR_BYTES", "BLOCK_VECTORS", "GROUP_OUTPUTS", "lanes_of", "dot_taps_8",
-           "dot_taps_4", "dot_taps_1", "correlate_sources", "correlate_group_3", "target_features",
-           "fused_multiply_add", "wide_registers", "multiply_add"]
+__all__ = ["VECTOR_BYTES", "BLOCK_VECTORS", "GROUP_OUTPUTS", "PAIR_VECTORS", "lanes_of",
+           "dot_taps_8", "dot_taps_4", "dot_taps_1", "correlate_sources", "correlate_group_2",
+           "correlate_group_3", "target_features", "fused_multiply_add", "wide_registers",
+           "multiply_add"]
 
 VECTOR_BYTES = 64  # one AVX-512 register; two AVX2 ones
 
@@ -346,3 +350,13 @@ loaded source vector serving the three (C1's 15 maps read one input). Blocks of
 ``GROUP_VECTORS`` vectors per output (twice as many on AVX-512 when the size holds them);
 each output's sums in :func:`correlate_sources`' order (the same result to the bit).
 Requires ``size >= GROUP_VECTORS * lanes_of(itemsize)``."""
+
+
+PAIR_VECTORS = 3  # 2 outputs x 3 vectors: 12 AVX2 registers of the 16 (AVX-512: 6 vectors an
+# output when the size holds them)
+correlate_group_2 = _make_correlate_group(2, PAIR_VECTORS)
+correlate_group_2.__doc__ = r""":func:`correlate_sources` for two output maps that read the
+same source maps, each with its own taps (``tap_starts[j * n_sources + k]`` for output j and
+source k; ``out_starts`` holds two starts): each loaded source vector serves both (the real and
+imaginary parts of a complex filter on a real row, say). Requires ``size >= PAIR_VECTORS *
+lanes_of(itemsize)``."""

@@ -1,4 +1,4 @@
-"""The convnet's vector intrinsics (metricfit.cnn._simd) called directly: against NumPy, against
+"""The convnet's vector intrinsics (metricfit._simd) called directly: against NumPy, against
 each other bit for bit (eight taps = eight single taps, a group of three outputs = three single
 outputs), at every block size the target picks, with a fused multiply-add where the target has
 one, and compiled for other targets (AVX2's 16 registers; no FMA) in a child process."""
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from metricfit.cnn import _simd
+from metricfit import _simd
 
 
 @njit(cache=False)
