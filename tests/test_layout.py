@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "metricfit"
 # other, without a circle); learners; experiments; the command line.
 RANK = {
     "_validation": 0, "_version": 0, "_files": 0, "_deprecation": 0, "parallel": 0, "_array_api": 0,
-    "_blas_env": 0, "_numba_layer": 0, "_numba_target": 0,
+    "_blas_env": 0, "_numba_layer": 0, "_numba_target": 0, "_simd": 0,
     "pairs": 0,
     "losses": 1, "mappings": 1, "cnn": 1, "optim": 1, "metrics": 1, "whitening": 1,
     "features": 1, "objective": 1, "datasets": 1, "backend": 1,
@@ -335,7 +335,7 @@ def test_the_private_import_check_finds_one(tmp_path, monkeypatch):
 # at rank 0 are rooms of their own that anyone may import.
 
 SHARED_HELPERS = {"_validation", "_files", "_deprecation", "_version", "_array_api", "_blas_env",
-                  "_numba_layer", "_numba_target"}
+                  "_numba_layer", "_numba_target", "_simd"}
 # being made public (issue 25): each leaves this set when its importer takes a public module;
 # no other pair may join it.
 PRIVATE_MODULE_EXCEPTIONS = set()
