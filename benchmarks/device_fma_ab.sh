@@ -42,14 +42,6 @@ for t in $COUNTS; do
     run before "$BEFORE" "$t"
     run after "$PWD" "$t"
 done
-step torch 60 env PYTHONPATH="$PWD" python3 -c "
-import sys; sys.path.insert(0, 'benchmarks')
-import bench_cnn
-for t in [1] + [int(c) for c in '$COUNTS'.split()]:
-    r = bench_cnn.torch_seconds(t, 7)
-    if r is None:
-        sys.exit('torch is not installed')
-    print(f'torch CPU convnet, {t:2d} threads: train {1e3 * r[\"train\"]:.1f} ms, inference '
-          f'{1e3 * r[\"infer\"]:.1f} ms', flush=True)
-"
+# shellcheck disable=SC2086
+torch_step 60 1 $COUNTS
 grep -vE "^\|---|^$" "$LOG"

@@ -39,14 +39,6 @@ step scaling "${SCALING_LIMIT:-200}" env PYTHONPATH="$PWD" python3 benchmarks/sc
     --threads $COUNTS --only convnet_step convnet_inference descriptors --repeats 5 \
     --timeout 80 --json "$OUT/scaling.json" --markdown "$OUT/scaling.md"
 cat "$OUT/scaling.md" >>"$LOG" 2>/dev/null
-step torch 45 env PYTHONPATH="$PWD" python3 -c "
-import sys; sys.path.insert(0, 'benchmarks')
-import bench_cnn
-for t in map(int, '$COUNTS'.split()):
-    r = bench_cnn.torch_seconds(t, 7)
-    if r is None:
-        sys.exit('torch is not installed')
-    print(f'torch CPU convnet, {t:2d} threads: train {1e3 * r[\"train\"]:.1f} ms, inference '
-          f'{1e3 * r[\"infer\"]:.1f} ms', flush=True)
-"
+# shellcheck disable=SC2086
+torch_step 45 $COUNTS
 grep -vE "^\|---|^$" "$LOG"

@@ -20,7 +20,7 @@ from numba import njit
 from . import _lbp
 from ._lbp import _codes_into, _pad, sample_offsets, uniform_table
 
-__all__ = ["n_windows", "window", "block_histograms", "lbp_histograms"]
+__all__ = ["n_windows", "window", "window_means_into", "block_histograms", "lbp_histograms"]
 
 
 @njit(cache=True, nogil=True)
@@ -35,6 +35,25 @@ def window(i, block, step, length):  # pragma: no cover (compiled)
     clipped at ``length`` (the last window may be partial)."""
     start = i * step
     return start, min(start + block, length)
+
+
+@njit(cache=True, nogil=True)
+def window_means_into(values, block_h, block_w, step_h, step_w, out,
+                      offset):  # pragma: no cover (compiled)
+    """Mean of ``values`` (rows, cols) over each block window, windows row-major, into
+    ``out[offset:]``; each window summed row by row, left to right."""
+    rows, cols = values.shape
+    t = offset
+    for i in range(n_windows(rows, block_h, step_h)):
+        r0, r1 = window(i, block_h, step_h, rows)
+        for j in range(n_windows(cols, block_w, step_w)):
+            c0, c1 = window(j, block_w, step_w, cols)
+            total = 0.0
+            for r in range(r0, r1):
+                for c in range(c0, c1):
+                    total += values[r, c]
+            out[t] = total / ((r1 - r0) * (c1 - c0))
+            t += 1
 
 
 @njit(cache=True, nogil=True)

@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 from scipy import fft as sp_fft
 
-from ._blocks import n_windows, window
+from ._blocks import n_windows, window_means_into
 
 __all__ = ["gabor_kernel", "gabor_bank", "gabor_magnitudes"]
 
@@ -131,22 +131,16 @@ def _pooled_magnitudes_into(responses, pad_r, pad_c, rows, cols, block_h, block_
     """Mean of ``|responses[m, k]|`` over the image part (offset by the padding) in each
     block window, kernels outer, windows row-major, into ``out[m, offset:]`` for every image
     m of the batch (one call, without the GIL)."""
-    nr = n_windows(rows, block_h, step_h)
-    nc = n_windows(cols, block_w, step_w)
+    magnitude = np.empty((rows, cols))
+    n_blocks = n_windows(rows, block_h, step_h) * n_windows(cols, block_w, step_w)
     for m in range(responses.shape[0]):
-        t = offset
         for k in range(responses.shape[1]):
-            for i in range(nr):
-                r0, r1 = window(i, block_h, step_h, rows)
-                for j in range(nc):
-                    c0, c1 = window(j, block_w, step_w, cols)
-                    total = 0.0
-                    for r in range(r0, r1):
-                        for c in range(c0, c1):
-                            z = responses[m, k, r + pad_r, c + pad_c]
-                            total += math.sqrt(z.real * z.real + z.imag * z.imag)
-                    out[m, t] = total / ((r1 - r0) * (c1 - c0))
-                    t += 1
+            for r in range(rows):
+                for c in range(cols):
+                    z = responses[m, k, r + pad_r, c + pad_c]
+                    magnitude[r, c] = math.sqrt(z.real * z.real + z.imag * z.imag)
+            window_means_into(magnitude, block_h, block_w, step_h, step_w, out[m],
+                              offset + k * n_blocks)
 
 
 class GaborPlan:
@@ -202,6 +196,20 @@ class GaborPlan:
             yield first, pad_r, 0, sp_fft.ifft(on_cols, axis=-2, overwrite_x=True)
 
 
+def checked_stack(images, block, step):
+    """``(images, step)``: the stack as contiguous float64 (n, rows, cols) and the window step
+    (None: the block), or a ValueError naming what is wrong with them."""
+    images = np.ascontiguousarray(images, dtype=np.float64)
+    if images.ndim != 3:
+        raise ValueError(f"images must be 3-D (n_images, rows, cols), got {images.shape}.")
+    _, rows, cols = images.shape
+    step = block if step is None else step
+    if not (1 <= block[0] <= rows and 1 <= block[1] <= cols and min(step) >= 1):
+        raise ValueError(f"Need 1 <= block <= image size and step >= 1: block {block}, step "
+                         f"{step}, images {rows}x{cols}.")
+    return images, step
+
+
 def gabor_magnitudes(images, kernels, block, step=None, plan=None):
     """Block means of the Gabor magnitudes of a stack of images (module docstring).
 
@@ -223,14 +231,8 @@ def gabor_magnitudes(images, kernels, block, step=None, plan=None):
     features : ndarray of shape (n_images, len(kernels) * n_blocks), float64
         Kernels outer, blocks row-major.
     """
-    images = np.ascontiguousarray(images, dtype=np.float64)
-    if images.ndim != 3:
-        raise ValueError(f"images must be 3-D (n_images, rows, cols), got {images.shape}.")
+    images, step = checked_stack(images, block, step)
     n, rows, cols = images.shape
-    step = block if step is None else step
-    if not (1 <= block[0] <= rows and 1 <= block[1] <= cols and min(step) >= 1):
-        raise ValueError(f"Need 1 <= block <= image size and step >= 1: block {block}, step "
-                         f"{step}, images {rows}x{cols}.")
     plan = GaborPlan(kernels, rows, cols) if plan is None else plan
     dim = len(kernels) * n_windows(rows, block[0], step[0]) * n_windows(cols, block[1], step[1])
     out = np.empty((n, dim))

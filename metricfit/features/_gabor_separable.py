@@ -68,8 +68,8 @@ from .._simd import (
     lanes_of,
     multiply_add,
 )
-from ._blocks import n_windows, window
-from ._gabor import _reflected
+from ._blocks import n_windows, window_means_into
+from ._gabor import _reflected, checked_stack
 
 __all__ = ["SeparableBank", "separable_bank", "separable_gabor_magnitudes"]
 
@@ -270,28 +270,18 @@ def _row_pass(src, src_start, h, row, t0, rows, cols, n_out, out,
 
 
 @njit(cache=True, nogil=True)
-def _block_means_into(sums, sign, dc_r, dc_i, blur, rows, cols, block_h, block_w,
-                      step_h, step_w, out, offset):  # pragma: no cover (compiled)
-    """Block means of ``|(X1 - s X2) + i (X3 + s X4) - c b|`` (s = ``sign``, c = ``dc_r + i
-    dc_i``, b = ``blur``: zeros where the kernel has no DC term) into ``out[offset:]``, windows
-    row-major; ``sums`` holds X1, X2, X3, X4 one after the other (rows x cols each)."""
+def _magnitude_into(sums, sign, dc_r, dc_i, blur, out):  # pragma: no cover (compiled)
+    """``out = |(X1 - s X2) + i (X3 + s X4) - c b|`` (s = ``sign``, c = ``dc_r + i dc_i``,
+    b = ``blur``, flat: zeros where the kernel has no DC term; out of the image's shape);
+    ``sums`` holds X1, X2, X3, X4 one after the other, flat."""
+    rows, cols = out.shape
     size = rows * cols
-    nr = n_windows(rows, block_h, step_h)
-    nc = n_windows(cols, block_w, step_w)
-    t = offset
-    for i in range(nr):
-        r0, r1 = window(i, block_h, step_h, rows)
-        for j in range(nc):
-            c0, c1 = window(j, block_w, step_w, cols)
-            total = 0.0
-            for r in range(r0, r1):
-                for c in range(c0, c1):
-                    p = r * cols + c
-                    zr = sums[p] - sign * sums[size + p] - dc_r * blur[p]
-                    zi = sums[2 * size + p] + sign * sums[3 * size + p] - dc_i * blur[p]
-                    total += math.sqrt(zr * zr + zi * zi)
-            out[t] = total / ((r1 - r0) * (c1 - c0))
-            t += 1
+    for r in range(rows):
+        for c in range(cols):
+            p = r * cols + c
+            zr = sums[p] - sign * sums[size + p] - dc_r * blur[p]
+            zi = sums[2 * size + p] + sign * sums[3 * size + p] - dc_i * blur[p]
+            out[r, c] = math.sqrt(zr * zr + zi * zi)
 
 
 @njit(cache=True, nogil=True)
@@ -313,6 +303,7 @@ def _magnitudes_into(images, half, start, col, row, first, second, dc, blur_id, 
     passes = np.empty(2 * column)
     sums = np.empty(4 * size)  # X1, X2, X3, X4
     blurs = np.zeros((max(blur_half.shape[0], 1), size))  # row 0 stays 0 without a DC term
+    magnitude = np.empty((rows, cols))
     pair = np.array([0, column], dtype=np.int64)
     one = np.zeros(1, dtype=np.int64)
     from_real = np.array([0, 2 * size], dtype=np.int64)  # X1 = v_r * t_r, X3 = v_i * t_r
@@ -332,9 +323,10 @@ def _magnitudes_into(images, half, start, col, row, first, second, dc, blur_id, 
             for k, sign in ((first[q], 1.0), (second[q], -1.0)):
                 if k < 0:
                     continue
-                b = max(blur_id[k], 0)
-                _block_means_into(sums, sign, dc[0, k], dc[1, k], blurs[b], rows, cols,
-                                  block_h, block_w, step_h, step_w, out[m], k * n_blocks)
+                _magnitude_into(sums, sign, dc[0, k], dc[1, k], blurs[max(blur_id[k], 0)],
+                                magnitude)
+                window_means_into(magnitude, block_h, block_w, step_h, step_w, out[m],
+                                  k * n_blocks)
 
 
 def separable_gabor_magnitudes(images, bank, block, step=None):
@@ -346,14 +338,8 @@ def separable_gabor_magnitudes(images, bank, block, step=None):
     -------
     features : ndarray of shape (n_images, bank.n_kernels * n_blocks), float64
     """
-    images = np.ascontiguousarray(images, dtype=np.float64)
-    if images.ndim != 3:
-        raise ValueError(f"images must be 3-D (n_images, rows, cols), got {images.shape}.")
+    images, step = checked_stack(images, block, step)
     n, rows, cols = images.shape
-    step = block if step is None else step
-    if not (1 <= block[0] <= rows and 1 <= block[1] <= cols and min(step) >= 1):
-        raise ValueError(f"Need 1 <= block <= image size and step >= 1: block {block}, step "
-                         f"{step}, images {rows}x{cols}.")
     n_blocks = n_windows(rows, block[0], step[0]) * n_windows(cols, block[1], step[1])
     out = np.empty((n, bank.n_kernels * n_blocks))
     _magnitudes_into(images, *bank.arrays(), block[0], block[1], step[0], step[1], out)
