@@ -228,45 +228,29 @@ def _reflect_image(image, pad, out):  # pragma: no cover (compiled)
 
 
 @njit(cache=True, nogil=True)
-def _column_pass(padded, pad, width, h, col, t0, rows, cols, n_out, out,
+def _column_pass(padded, pad, width, h, taps, tap_starts, rows, cols, out,
                  out_starts):  # pragma: no cover (compiled)
-    """``out[s + r cols + j] = sum_d col[o, t0 + d] I(r - h, j - d + h)`` for every output
-    o < n_out (start s = out_starts[o]) and r < rows + 2h: the column pass of the module
-    docstring on the rows the row pass reads."""
-    n_taps = 2 * h + 1
-    offs = np.empty(n_taps, dtype=np.int64)
-    for d in range(n_taps):
-        offs[d] = 2 * h - d  # tap d (offset d - h) reads column j + h - (d - h) - h of the row
-    taps = np.empty(n_out * n_taps)
-    tap_starts = np.empty(n_out, dtype=np.int64)
-    for o in range(n_out):
-        tap_starts[o] = o * n_taps
-        taps[o * n_taps:(o + 1) * n_taps] = col[o, t0:t0 + n_taps]
+    """``out[s_o + r cols + j] = sum_d taps[t_o + d] I(r - h, j - d + h)`` for every output o
+    (``s_o = out_starts[o]``, ``t_o = tap_starts[o]``) and r < rows + 2h: the column pass of
+    the module docstring on the rows the row pass reads."""
+    offs = 2 * h - np.arange(2 * h + 1)  # tap d (offset d - h) reads column j + 2h - d
     starts = np.empty(1, dtype=np.int64)
-    row_out = np.empty(n_out, dtype=np.int64)
+    row_out = np.empty_like(out_starts)
     for r in range(rows + 2 * h):
         starts[0] = (pad - h + r) * width + pad - h
-        for o in range(n_out):
+        for o in range(out_starts.shape[0]):
             row_out[o] = out_starts[o] + r * cols
-        _correlate(padded, starts, taps, tap_starts, n_taps, offs, cols, out, row_out)
+        _correlate(padded, starts, taps, tap_starts, 2 * h + 1, offs, cols, out, row_out)
 
 
 @njit(cache=True, nogil=True)
-def _row_pass(src, src_start, h, row, t0, rows, cols, n_out, out,
+def _row_pass(src, src_start, h, taps, tap_starts, rows, cols, out,
               out_starts):  # pragma: no cover (compiled)
-    """``out[s + i cols + j] = sum_d row[o, t0 + d] src[src_start + (i + 2h - d) cols + j]``
-    for every output o < n_out: the row pass over the whole image in one flat sweep."""
-    n_taps = 2 * h + 1
-    offs = np.empty(n_taps, dtype=np.int64)
-    for d in range(n_taps):
-        offs[d] = (2 * h - d) * cols
-    taps = np.empty(n_out * n_taps)
-    tap_starts = np.empty(n_out, dtype=np.int64)
-    for o in range(n_out):
-        tap_starts[o] = o * n_taps
-        taps[o * n_taps:(o + 1) * n_taps] = row[o, t0:t0 + n_taps]
+    """``out[s_o + i cols + j] = sum_d taps[t_o + d] src[src_start + (i + 2h - d) cols + j]``
+    for every output o: the row pass over the whole image in one flat sweep."""
+    offs = (2 * h - np.arange(2 * h + 1)) * cols
     starts = np.full(1, src_start, dtype=np.int64)
-    _correlate(src, starts, taps, tap_starts, n_taps, offs, rows * cols, out, out_starts)
+    _correlate(src, starts, taps, tap_starts, 2 * h + 1, offs, rows * cols, out, out_starts)
 
 
 @njit(cache=True, nogil=True)
@@ -308,18 +292,25 @@ def _magnitudes_into(images, half, start, col, row, first, second, dc, blur_id, 
     one = np.zeros(1, dtype=np.int64)
     from_real = np.array([0, 2 * size], dtype=np.int64)  # X1 = v_r * t_r, X3 = v_i * t_r
     from_imag = np.array([3 * size, size], dtype=np.int64)  # X4 = v_r * t_i, X2 = v_i * t_i
+    # the taps flat: the real parts, then the imaginary ones (bank.col and bank.row's rows)
+    col_taps, row_taps = col.reshape(col.size), row.reshape(row.size)
+    blur_col_taps, blur_row_taps = blur_col.reshape(blur_col.size), blur_row.reshape(blur_row.size)
+    unit_taps = np.empty(2, dtype=np.int64)  # where a unit's real and imaginary taps start
+    blur_taps = np.empty(1, dtype=np.int64)
     for m in range(n):
         _reflect_image(images[m], pad, padded)
         for b in range(blur_half.shape[0]):
             h = blur_half[b]
-            _column_pass(padded, pad, width, h, blur_col, blur_start[b], rows, cols, 1,
-                         passes, one)
-            _row_pass(passes, 0, h, blur_row, blur_start[b], rows, cols, 1, blurs[b], one)
+            blur_taps[0] = blur_start[b]
+            _column_pass(padded, pad, width, h, blur_col_taps, blur_taps, rows, cols, passes,
+                         one)
+            _row_pass(passes, 0, h, blur_row_taps, blur_taps, rows, cols, blurs[b], one)
         for q in range(half.shape[0]):
             h = half[q]
-            _column_pass(padded, pad, width, h, col, start[q], rows, cols, 2, passes, pair)
-            _row_pass(passes, 0, h, row, start[q], rows, cols, 2, sums, from_real)
-            _row_pass(passes, column, h, row, start[q], rows, cols, 2, sums, from_imag)
+            unit_taps[0], unit_taps[1] = start[q], col.shape[1] + start[q]
+            _column_pass(padded, pad, width, h, col_taps, unit_taps, rows, cols, passes, pair)
+            _row_pass(passes, 0, h, row_taps, unit_taps, rows, cols, sums, from_real)
+            _row_pass(passes, column, h, row_taps, unit_taps, rows, cols, sums, from_imag)
             for k, sign in ((first[q], 1.0), (second[q], -1.0)):
                 if k < 0:
                     continue
