@@ -4,8 +4,9 @@ Used by the convnet (:mod:`metricfit.cnn`) and the Gabor filter bank
 (:mod:`metricfit.features._gabor_separable`): both correlate rows with taps in a fixed order.
 
 The weight gradient is a dot product per kernel tap,
-``dW[o, c, t] = sum_n sum_p Ge[n, o, p] x[n, c, p + off_t]`` (:mod:`._kernels`). A float dot
-product only vectorises if its additions may be re-associated, which numba allows only with
+``dW[o, c, t] = sum_n sum_p Ge[n, o, p] x[n, c, p + off_t]``
+(:mod:`metricfit.cnn._conv_kernels`). A float dot product only vectorises if its additions
+may be re-associated, which numba allows only with
 ``fastmath`` (banned in this project's reductions: the result would depend on the compiler's
 choices). Written in plain numba, the sum therefore goes through an array of partial sums in
 memory, one load and one store of it per few products, and the loop is bound by memory
@@ -38,8 +39,8 @@ a block holds follows the registers the target has: 32 (AVX-512) or 16
 A span that is not a multiple of the lane count ends with one more block that *overlaps* the
 previous one (it starts at ``span - lanes``), its already-counted lanes zeroed in the
 ``Ge`` vector: every load stays inside the data, and the overlapped products add exact zeros.
-Spans shorter than one vector are left to the caller (:mod:`._kernels` keeps its plain loop
-for them).
+Spans shorter than one vector are left to the caller (:mod:`metricfit.cnn._conv_kernels`
+keeps its plain loop for them).
 """
 
 from llvmlite import ir

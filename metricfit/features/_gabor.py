@@ -1,5 +1,9 @@
 r"""Gabor kernels, filter-bank magnitudes by FFT, and their block means (numba).
 
+:class:`metricfit.features.Gabor` computes its magnitudes by separable convolution
+(:mod:`._gabor_separable`); :func:`gabor_magnitudes` here, by FFT for any kernels, is the
+reference that the tests hold it to.
+
 Kernel (:func:`gabor_kernel`): scikit-image's ``skimage.filters.gabor_kernel(frequency,
 theta, sigma_x=sigma, sigma_y=sigma, n_stds)`` (0.26), on the grid
 ``x in -x0..x0`` (columns), ``y in -y0..y0`` (rows),
@@ -41,6 +45,13 @@ __all__ = ["gabor_kernel", "gabor_bank", "gabor_magnitudes"]
 _BATCH = 4
 
 
+def half_width(sigma, theta, n_stds):
+    """scikit-image's half-width of the kernel's square support, ``x0 = y0`` of the module
+    docstring."""
+    ct, st = math.cos(theta), math.sin(theta)
+    return math.ceil(max(abs(n_stds * sigma * ct), abs(n_stds * sigma * st), 1))
+
+
 def gabor_kernel(frequency, theta=0.0, sigma=None, n_stds=3, zero_mean=False):
     """Complex Gabor kernel, equal to skimage's with ``sigma_x = sigma_y = sigma``.
 
@@ -63,8 +74,7 @@ def gabor_kernel(frequency, theta=0.0, sigma=None, n_stds=3, zero_mean=False):
     """
     sigma = 1.0 / frequency if sigma is None else sigma
     ct, st = math.cos(theta), math.sin(theta)
-    x0 = math.ceil(max(abs(n_stds * sigma * ct), abs(n_stds * sigma * st), 1))
-    y0 = math.ceil(max(abs(n_stds * sigma * ct), abs(n_stds * sigma * st), 1))
+    x0 = y0 = half_width(sigma, theta, n_stds)
     y, x = np.meshgrid(np.arange(-y0, y0 + 1), np.arange(-x0, x0 + 1), indexing="ij",
                        sparse=True)
     rotx = x * ct + y * st

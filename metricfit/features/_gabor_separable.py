@@ -69,7 +69,7 @@ from .._simd import (
     multiply_add,
 )
 from ._blocks import n_windows, window_means_into
-from ._gabor import _reflected, checked_stack
+from ._gabor import _reflected, checked_stack, half_width
 
 __all__ = ["SeparableBank", "separable_bank", "separable_gabor_magnitudes"]
 
@@ -121,12 +121,6 @@ class SeparableBank:
         return tuple(getattr(self, name) for name in self.__dataclass_fields__)
 
 
-def _half_width(sigma, theta, n_stds):
-    """scikit-image's half-width of the kernel's square support (:func:`._gabor.gabor_kernel`)."""
-    ct, st = math.cos(theta), math.sin(theta)
-    return math.ceil(max(abs(n_stds * sigma * ct), abs(n_stds * sigma * st), 1))
-
-
 def _factors(frequency, theta, sigma, h):
     """``(u, v, envelope_x, envelope_y)`` of the module docstring on ``-h..h``."""
     d = np.arange(-h, h + 1)
@@ -144,7 +138,7 @@ def separable_bank(frequencies, n_orientations, sigma_factor=1.0, n_stds=3, zero
     units, kernels, blurs = [], {}, {}
     for s, f in enumerate(frequencies):
         sigma = sigma_factor / f
-        halves = [_half_width(sigma, u * np.pi / n_orientations, n_stds)
+        halves = [half_width(sigma, u * np.pi / n_orientations, n_stds)
                   for u in range(n_orientations)]
         for o in range(n_orientations):
             partner = (n_orientations - o) % n_orientations
