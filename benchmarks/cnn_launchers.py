@@ -78,5 +78,6 @@ def main(argv=None):
               f"{pool[1]:.2f} | {numba[1]:.2f} | {pool[1] / numba[1]:.2f} | "
               f"{'yes' if out['same'] else 'NO'} |", flush=True)
 
+
 if __name__ == "__main__":
     main()
