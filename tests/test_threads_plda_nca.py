@@ -13,7 +13,7 @@ from scipy import linalg, sparse
 
 import metricfit
 from metricfit import PLDA
-from metricfit.backend import class_stats
+from metricfit.backend import class_stats, plda_em
 from metricfit.backend import plda as core
 from metricfit.losses import nca
 from metricfit.parallel import blas_threads
@@ -43,6 +43,7 @@ def small_units(monkeypatch):
     monkeypatch.setattr(class_stats, "SCATTER_ROWS", 16)
     monkeypatch.setattr(nca, "UNIT_ROWS", 5)
     monkeypatch.setattr(nca, "UNIT_COLUMNS", 24)
+    monkeypatch.setattr(plda_em, "TOGETHER_MIN_DIM", 1)  # EM's factorisations side by side
 
 
 # ------------------------------------------------------------------- statistics (twins)
