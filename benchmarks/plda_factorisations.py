@@ -70,12 +70,7 @@ def serial_and_two_threads(fn, S, calls):
 
 
 def median_ms(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
+    return 1e3 * bench_plda.median_time(fn, repeats)
 
 
 def crossover(sizes, repeats):
