@@ -6,7 +6,7 @@ LAPACK call: two factorisations on two Python threads take as long as on one. Th
 routines are exported, as C function pointers, by SciPy's public Cython API
 (``scipy.linalg.cython_lapack``); called through :mod:`ctypes` (which releases the GIL for the
 call) they run in parallel. Same library, same routines, same arguments: the same bits as the
-f2py wrappers (``tests/test_plda_em_threads.py``). Where the pointers cannot be had (another
+f2py wrappers (``tests/test_plda_em_kernels.py``). Where the pointers cannot be had (another
 SciPy layout), the f2py wrappers are used.
 
 Measured on the 2-core machine (``benchmarks/plda_factorisations.py``, d = 256, BLAS on one

@@ -26,6 +26,14 @@ costs three (c_n, d) x (d, d) GEMMs. Its terms of eq. (2) are
 array_api_strict) with d x d arrays in float64: no eigendecomposition is needed. Groups with
 fewer classes than dimensions are cheaper per class, in the diagonalising basis
 (:func:`metricfit.backend.plda.fit_two_covariance` takes them there on the NumPy path).
+
+Threads: on several package threads the factorisations of an iteration (every group's S_n,
+and W for the likelihood) run side by side on the pool, LAPACK without the GIL
+(:func:`factorisations`, from d = :data:`TOGETHER_MIN_DIM`); the GEMMs then run on BLAS's
+threads, and the element-wise M-step work is two single-pass numba kernels
+(:func:`._symmetric_kernels.add_group_sums`, :func:`symmetric_means`) with the NumPy
+expressions' operations. Every result is the same bits on any thread count (BLAS's own
+rounding aside).
 """
 
 from dataclasses import dataclass
