@@ -1,6 +1,6 @@
 """PLDA's EM factorisations on several threads (issue 27): SciPy's f2py LAPACK wrappers hold
 the GIL, the same routines through ``scipy.linalg.cython_lapack`` (``metricfit.backend.
-_cholesky``) do not, and from which d two factorisations side by side pay for the pool's
+_nogil_lapack``) do not, and from which d two factorisations side by side pay for the pool's
 hand-off.
 
 1. ``potrf`` + ``potri`` of a d x d matrix, ``--calls`` times on one thread, then as many on
@@ -9,9 +9,10 @@ hand-off.
 2. ``metricfit.backend.plda_em.factorisations`` (one group and W, as in an EM iteration)
    at 1 and 2 package threads for several d, median of ``--repeats`` calls, with
    ``TOGETHER_MIN_DIM`` set to 1 so that every size runs side by side.
-3. ``--iteration``: one EM iteration (``bench_plda``'s 1e5 x 256, 1e4 identities of 10) at 1
-   and 2 threads, a fit of 41 iterations over 41, median of 7 fits. It runs on any tree
-   (``PYTHONPATH=<tree>``, for before / after pairs), and prints nothing else.
+3. ``--iteration``: one EM iteration (``bench_plda``'s 1e5 x 256, 1e4 identities of 10; with
+   ``--counts lfw``, counts shaped like LFW's) at 1 and 2 threads, a fit of 41 iterations
+   over 41, median of 7 fits. It runs on any tree (``PYTHONPATH=<tree>``, for before / after
+   pairs), and prints nothing else.
 4. ``--phases``: the same iteration's parts (the factorisations, the groups' GEMMs and
    sums, the symmetrisations), medians of 200, at 1 and 2 threads.
 
@@ -97,8 +98,19 @@ def crossover(sizes, repeats):
     return rows
 
 
-def em_statistics():
-    X, codes = bench_plda.synthetic(100_000, 256, per_identity=10)
+def em_statistics(counts="equal"):
+    """Class statistics, d = 256: ``equal``, bench_plda's 1e5 points, 1e4 identities of 10
+    (one batched group); ``lfw``, counts shaped like LFW's (779 identities of 2, 291 of 3,
+    187 of 4, 423 of 5-530: two batched groups and 610 classes in the basis)."""
+    if counts == "equal":
+        X, codes = bench_plda.synthetic(100_000, 256, per_identity=10)
+        return bench_plda.core.class_statistics(X, codes)
+    rng = np.random.default_rng(0)
+    sizes = np.r_[np.full(779, 2), np.full(291, 3), np.full(187, 4),
+                  np.minimum(5 + rng.geometric(0.08, size=423), 530)]
+    codes = np.repeat(np.arange(sizes.size), sizes)
+    X = 2.0 * rng.standard_normal((sizes.size, 256))[codes]
+    X += rng.standard_normal((codes.size, 256))
     return bench_plda.core.class_statistics(X, codes)
 
 
@@ -142,12 +154,14 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="+", default=[32, 64, 96, 128, 192, 256])
     parser.add_argument("--iteration", action="store_true")
     parser.add_argument("--phases", action="store_true")
+    parser.add_argument("--counts", choices=["equal", "lfw"], default="equal",
+                        help="--iteration's class counts (see em_statistics)")
     args = parser.parse_args(argv)
     if args.iteration:
-        stats = em_statistics()
+        stats = em_statistics(args.counts)
         one, two = iteration_ms(1, stats), iteration_ms(2, stats)
-        print(f"EM iteration, 1e5 x 256: 1 thread {one:.2f} ms, 2 threads {two:.2f} ms, "
-              f"speed-up {one / two:.2f} ({metricfit.__file__})")
+        print(f"EM iteration, {args.counts} counts, d = 256: 1 thread {one:.2f} ms, 2 threads "
+              f"{two:.2f} ms, speed-up {one / two:.2f} ({metricfit.__file__})")
         return
     if args.phases:
         stats = em_statistics()
@@ -155,15 +169,15 @@ def main(argv=None):
             print(threads, "thread(s):", ", ".join(
                 f"{k} {v:.3f}" for k, v in phases_ms(threads, stats).items()), "ms")
         return
-    from metricfit.backend import _cholesky
+    from metricfit.backend import _nogil_lapack as nogil
 
     print("BLAS:", ", ".join(f"{i['internal_api']} {i['version']} x{i['num_threads']}"
                              for i in threadpool_info() if i["user_api"] == "blas"))
-    print(f"cholesky_inverse without the GIL: {_cholesky.gil_free()}")
+    print(f"cholesky_inverse without the GIL: {nogil.gil_free()}")
     S = spd(args.d)
     with blas_threads(1):
         for name, fn in (("f2py (GIL held)", f2py_inverse),
-                         ("cython_lapack via ctypes", _cholesky.cholesky_inverse)):
+                         ("cython_lapack via ctypes", nogil.cholesky_inverse)):
             for _ in range(2):
                 serial, pair = serial_and_two_threads(fn, S, args.calls)
                 print(f"{name:26s} d = {args.d}: {args.calls} calls on one thread "

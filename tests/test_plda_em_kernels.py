@@ -1,18 +1,20 @@
-"""PLDA's EM iteration on several threads (issue 27): the Cholesky inverse without the GIL
-against SciPy's f2py wrappers (the same LAPACK routines, the same bits), the factorisations
-side by side on 1, 2 and 3 threads, and the M-step's numba kernels against the NumPy
-expressions they replace (bit for bit)."""
+"""PLDA's EM iteration on several threads (issue 27): LAPACK without the GIL (the Cholesky
+inverse, the generalised eigenproblem) against SciPy's f2py wrappers and ``eigh`` (the same
+routines, the same bits), the factorisations side by side on 1, 2 and 3 threads, and the
+M-step's numba kernels against the NumPy expressions they replace (bit for bit)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_array_equal
+from scipy import linalg
 from scipy.linalg import lapack
 
 import metricfit
-from metricfit.backend import _cholesky, plda_em
+from metricfit.backend import _nogil_lapack as nogil
 from metricfit.backend import plda as core
+from metricfit.backend import plda_em
 from metricfit.backend._symmetric_kernels import TILE, add_group_sums, symmetric_mean
 from metricfit.parallel import blas_threads
 
@@ -27,14 +29,14 @@ def _spd(rng, d, spread=100.0):
 def f2py_only(monkeypatch):
     """The fallback: SciPy's f2py wrappers (GIL held), as where the Cython pointers are
     missing."""
-    monkeypatch.setattr(_cholesky, "_ROUTINES", {"dpotrf": None, "dpotri": None})
+    monkeypatch.setattr(nogil, "_ROUTINES", dict.fromkeys(nogil._SIGNATURES))
 
 
 @pytest.mark.parametrize("d", [1, 2, 7, 64, 130])
 def test_cholesky_inverse_is_scipys_potrf_and_potri_bit_for_bit(d):
-    assert _cholesky.gil_free()  # SciPy's Cython LAPACK is found on the supported versions
+    assert nogil.gil_free()  # SciPy's Cython LAPACK is found on the supported versions
     S = _spd(np.random.default_rng(d), d)
-    F, logdet, info = _cholesky.cholesky_inverse(S)
+    F, logdet, info = nogil.cholesky_inverse(S)
     factor, info_f = lapack.dpotrf(S, lower=1, clean=0)
     inverse, info_i = lapack.dpotri(factor, lower=1)
     assert info == info_f == info_i == 0
@@ -47,26 +49,60 @@ def test_cholesky_inverse_is_scipys_potrf_and_potri_bit_for_bit(d):
 def test_cholesky_inverse_leaves_its_argument_alone():
     S = _spd(np.random.default_rng(0), 5)
     before = S.copy()
-    _cholesky.cholesky_inverse(S)
+    nogil.cholesky_inverse(S)
     assert_array_equal(S, before)
 
 
 @pytest.mark.parametrize("S", [np.diag([1.0, -1.0]), np.zeros((3, 3)),
                                np.array([[1.0, 2.0], [2.0, 1.0]])])
 def test_cholesky_inverse_reports_a_matrix_that_is_not_positive_definite(S):
-    assert _cholesky.cholesky_inverse(S)[2] > 0
+    assert nogil.cholesky_inverse(S)[2] > 0
 
 
 def test_the_f2py_fallback_gives_the_same_bits(f2py_only):
-    assert not _cholesky.gil_free()
+    assert not nogil.gil_free()
     S = _spd(np.random.default_rng(1), 40)
-    F, logdet, info = _cholesky.cholesky_inverse(S)
-    _cholesky._ROUTINES.clear()  # look the pointers up again
-    G, logdet_g, info_g = _cholesky.cholesky_inverse(S)
-    assert _cholesky.gil_free() and info == info_g == 0
+    F, logdet, info = nogil.cholesky_inverse(S)
+    nogil._ROUTINES.clear()  # look the pointers up again
+    G, logdet_g, info_g = nogil.cholesky_inverse(S)
+    assert nogil.gil_free() and info == info_g == 0
     assert_array_equal(np.tril(F), np.tril(G))
     assert logdet == logdet_g
-    assert _cholesky.cholesky_inverse(np.diag([1.0, -1.0]))[2] > 0
+    assert nogil.cholesky_inverse(np.diag([1.0, -1.0]))[2] > 0
+
+
+@pytest.mark.parametrize("d", [1, 2, 9, 70])
+def test_generalized_eigh_is_scipys_eigh_bit_for_bit(d):
+    rng = np.random.default_rng(d)
+    A = rng.normal(size=(d, d))
+    A = A + A.T
+    B = _spd(rng, d)
+    w, V = nogil.generalized_eigh(A, B)
+    w0, V0 = linalg.eigh(A, B)
+    assert_array_equal(w, w0)
+    assert_array_equal(V, V0)
+    assert np.all(np.diff(w) >= 0)
+
+
+def test_generalized_eigh_fails_as_scipy_does():
+    with pytest.raises(np.linalg.LinAlgError, match="leading minor of order 2 of B"):
+        nogil.generalized_eigh(np.eye(2), np.diag([1.0, -1.0]))
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        nogil.generalized_eigh(np.array([[np.nan]]), np.eye(1))
+
+
+def test_generalized_eigh_fallback_gives_the_same_bits(f2py_only):
+    assert not nogil.gil_free("dsygvd")
+    rng = np.random.default_rng(3)
+    A, B = _spd(rng, 12), _spd(rng, 12)
+    w, V = nogil.generalized_eigh(A, B)
+    nogil._ROUTINES.clear()
+    w1, V1 = nogil.generalized_eigh(A, B)
+    assert nogil.gil_free()
+    assert_array_equal(w, w1)
+    assert_array_equal(V, V1)
+    with pytest.raises(np.linalg.LinAlgError, match="leading minor"):
+        nogil.generalized_eigh(np.eye(2), np.diag([1.0, -1.0]))
 
 
 def _mixed_counts(d=6, seed=0):
@@ -133,7 +169,7 @@ def test_em_without_the_gil_free_lapack_gives_the_same_bits(small_together, monk
         return B, W, history
 
     B, W, history = fit()
-    monkeypatch.setattr(_cholesky, "_ROUTINES", {"dpotrf": None, "dpotri": None})
+    monkeypatch.setattr(nogil, "_ROUTINES", dict.fromkeys(nogil._SIGNATURES))
     B0, W0, history0 = fit()
     assert_array_equal(B, B0)
     assert_array_equal(W, W0)

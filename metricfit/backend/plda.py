@@ -84,6 +84,7 @@ from scipy import linalg
 
 from .._validation import user_stacklevel
 from ..parallel import blas_threads, get_threads
+from ._nogil_lapack import generalized_eigh
 from .class_stats import class_means, class_statistics, offset_scatter
 from .plda_em import (
     EMGroups,
@@ -130,7 +131,8 @@ def plda_basis(B, W):
     array([4.22 , 3.606])
     """
     with blas_threads(1 if B.shape[0] <= SMALL_LAPACK else None):  # see SMALL_LAPACK
-        psi, vecs = linalg.eigh(B, W)  # vecs^T W vecs = I, vecs^T B vecs = diag(psi)
+        # scipy.linalg.eigh(B, W), the same bits, without the GIL (._nogil_lapack)
+        psi, vecs = generalized_eigh(B, W)  # vecs^T W vecs = I, vecs^T B vecs = diag(psi)
     order = np.argsort(psi)[::-1]
     return vecs[:, order].T, np.maximum(psi[order], 0.0)
 
@@ -173,16 +175,20 @@ def _em_pass(B, W, stats, rest_counts, rest_means, terms=True, likelihood=True):
     the other classes one by one in the diagonalising basis of (B, W), where ``C_n =
     diag(psi / (1 + n psi))`` is elementwise and the sums of outer products are two GEMMs.
     On several package threads the groups' ``S_n`` and W (for the likelihood) are factorised
-    first, side by side (:func:`.plda_em.factorisations`); on one, each where it is
-    used, as before (a few percent faster there)."""
-    group_factors = within_factor = None  # None: each computed where it is used
-    if factorised_together(len(stats.groups) + likelihood, B.shape[0]):
-        factors = factorisations(np, B, W, stats, within=likelihood)
+    first, side by side, with the basis's eigenproblem (:func:`.plda_em.factorisations`); on
+    one, each where it is used, as before (a few percent faster there)."""
+    group_factors = within_factor = basis = None  # None: each computed where it is used
+    # the basis beside them where its eigenproblem runs on one BLAS thread anyway
+    beside = rest_counts.size > 0 and B.shape[0] <= SMALL_LAPACK
+    if factorised_together(len(stats.groups) + likelihood + beside, B.shape[0]):
+        factors = factorisations(np, B, W, stats, within=likelihood,
+                                 also=(lambda: plda_basis(B, W)) if beside else None)
+        basis = factors.pop() if beside else None
         group_factors = factors[:len(stats.groups)]
         within_factor = factors[-1] if likelihood else None
     between, within, ll = grouped_terms(np, B, W, stats, terms, group_factors)
     if rest_counts.size:
-        T, psi = plda_basis(B, W)
+        T, psi = basis or plda_basis(B, W)
         U = rest_means @ T.T  # (c, d) class means in the basis
         n = rest_counts[:, None]
         var = psi[None, :] + 1.0 / n  # diag of T (B + W/n) T^T

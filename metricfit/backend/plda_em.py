@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..parallel import blas_threads, get_threads, map_blocks
-from ._cholesky import cholesky_inverse, gil_free
+from ._nogil_lapack import cholesky_inverse, gil_free
 from ._symmetric_kernels import add_group_sums, mirror_upper, symmetric_mean
 
 __all__ = ["EMGroups", "grouped_terms", "within_log_likelihood", "group_by_count",
@@ -122,7 +122,7 @@ def inverse_and_logdet(xp, S, eye):
     NumPy: one Cholesky factorisation ``S = L L^T`` (LAPACK ``potrf``), ``S^-1`` from it
     (``potri``, which sets the lower triangle; :func:`._symmetric_kernels.mirror_upper` copies
     it onto the upper one) and ``log|S| = 2 sum_i log L_ii``, with the GIL released
-    (:mod:`._cholesky`). Other namespaces: ``solve(S, eye)`` and ``slogdet``.
+    (:mod:`._nogil_lapack`). Other namespaces: ``solve(S, eye)`` and ``slogdet``.
     """
     if xp is not np:
         return xp.linalg.solve(S, eye), _logdet(xp, S)
@@ -147,18 +147,22 @@ def _factor_terms(xp, S, companion, eye):
     return S_inv, logdet, xp.sum(S_inv * companion)
 
 
-def factorisations(xp, B, W, stats, within=False):
+def factorisations(xp, B, W, stats, within=False, also=None):
     """Each batched group's ``(S_n^-1, log|S_n|, tr(S_n^-1 M_n))``, ``S_n = B + W / n``, in
-    order; with ``within``, W's ``(W^-1, log|W|, tr(W^-1 S_off))`` last.
+    order; with ``within``, W's ``(W^-1, log|W|, tr(W^-1 S_off))`` after them; with ``also``
+    (a callable), its result last.
 
     NumPy on several package threads (:func:`factorised_together`): a matrix a task on the
-    pool (its ``S_n``, its factorisation, which releases the GIL (:mod:`._cholesky`), and its
-    trace), BLAS on one thread inside, so the groups' ``S_n`` and W are factorised side by
-    side. Each result is the same bits as on one thread.
+    pool (its ``S_n``, its factorisation, which releases the GIL (:mod:`._nogil_lapack`), and
+    its trace), and ``also`` one more, BLAS on one thread inside, so the groups' ``S_n`` and W
+    are factorised side by side. Each result is the same bits as on one thread.
     """
     jobs = [(n, M) for n, _, M in stats.groups] + ([(None, stats.scatter)] if within else [])
+    jobs += [also] if also is not None else []
 
     def job(unit):
+        if callable(jobs[unit.start]):
+            return jobs[unit.start]()
         n, companion = jobs[unit.start]
         return _factor_terms(xp, W if n is None else B + W / n, companion, stats.eye)
 
