@@ -139,7 +139,7 @@ def test_factorisations_are_bit_for_bit_on_1_2_3_threads(small_together, within)
         for run in runs:
             got = run[[g[0] for g in stats.groups].index(n)]
             assert_array_equal(got[0], expected[0])
-            assert got[1:] == expected[1:]
+            assert got[1:3] == expected[1:] and got[3] is None
     assert all(len(run) == 2 + within for run in runs)
     if within:
         with blas_threads(1):
@@ -147,6 +147,25 @@ def test_factorisations_are_bit_for_bit_on_1_2_3_threads(small_together, within)
         for run in runs:
             assert_array_equal(run[-1][0], W_inv)
             assert run[-1][1:] == (logdet, np.sum(W_inv * scatter))
+
+
+def test_a_groups_task_makes_its_products_as_the_serial_sums_would(small_together):
+    counts, means, _, scatter = _mixed_counts()
+    stats = core._em_statistics(counts, means, scatter, min_group=10)[0]
+    rng = np.random.default_rng(6)
+    B, W = _spd(rng, 6), _spd(rng, 6)
+    with metricfit.threads(2), blas_threads(1):
+        factors = plda_em.factorisations(np, B, W, stats, within=True, products=True,
+                                         also=lambda: "basis")
+        assert factors[-1] == "basis" and len(factors[-2]) == 3  # W's, then also's
+        for (_, _, M), (S_inv, _, _, products) in zip(stats.groups, factors, strict=False):
+            A = B @ S_inv
+            for got, expected in zip(products, (A @ W, A @ M, (A @ M) @ A.T), strict=True):
+                assert_array_equal(got, expected)
+        with_products = plda_em.grouped_terms(np, B, W, stats, True, factors[:2])
+        serial = plda_em.grouped_terms(np, B, W, stats, True)
+    for got, expected in zip(with_products, serial, strict=True):
+        assert_array_equal(got, expected)
 
 
 def test_factorisations_stay_serial_below_the_size_that_pays():

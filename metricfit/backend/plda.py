@@ -175,14 +175,17 @@ def _em_pass(B, W, stats, rest_counts, rest_means, terms=True, likelihood=True):
     the other classes one by one in the diagonalising basis of (B, W), where ``C_n =
     diag(psi / (1 + n psi))`` is elementwise and the sums of outer products are two GEMMs.
     On several package threads the groups' ``S_n`` and W (for the likelihood) are factorised
-    first, side by side, with the basis's eigenproblem (:func:`.plda_em.factorisations`); on
-    one, each where it is used, as before (a few percent faster there)."""
+    first, side by side (:func:`.plda_em.factorisations`); with classes in the basis, its
+    eigenproblem is one more task and each group's task also makes the group's products, on
+    one BLAS thread, while the eigenproblem runs. On one thread each is computed where it is
+    used, as before (a few percent faster there)."""
     group_factors = within_factor = basis = None  # None: each computed where it is used
     # the basis beside them where its eigenproblem runs on one BLAS thread anyway
     beside = rest_counts.size > 0 and B.shape[0] <= SMALL_LAPACK
     if factorised_together(len(stats.groups) + likelihood + beside, B.shape[0]):
         factors = factorisations(np, B, W, stats, within=likelihood,
-                                 also=(lambda: plda_basis(B, W)) if beside else None)
+                                 also=(lambda: plda_basis(B, W)) if beside else None,
+                                 products=beside and terms)
         basis = factors.pop() if beside else None
         group_factors = factors[:len(stats.groups)]
         within_factor = factors[-1] if likelihood else None

@@ -147,15 +147,25 @@ def _factor_terms(xp, S, companion, eye):
     return S_inv, logdet, xp.sum(S_inv * companion)
 
 
-def factorisations(xp, B, W, stats, within=False, also=None):
-    """Each batched group's ``(S_n^-1, log|S_n|, tr(S_n^-1 M_n))``, ``S_n = B + W / n``, in
-    order; with ``within``, W's ``(W^-1, log|W|, tr(W^-1 S_off))`` after them; with ``also``
-    (a callable), its result last.
+def _group_products(B, W, S_inv, M):
+    """``A = B S_n^-1`` (``w_c = A m_c``) and the products a group's M-step sums read:
+    ``(A W, P = A M, P A^T)``."""
+    A = B @ S_inv
+    P = A @ M
+    return A @ W, P, P @ A.T
+
+
+def factorisations(xp, B, W, stats, within=False, also=None, products=False):
+    """Each batched group's ``(S_n^-1, log|S_n|, tr(S_n^-1 M_n), products)``, ``S_n = B + W /
+    n``, in order (``products``: :func:`_group_products` where asked for, else None); with
+    ``within``, W's ``(W^-1, log|W|, tr(W^-1 S_off))`` after them; with ``also`` (a
+    callable), its result last.
 
     NumPy on several package threads (:func:`factorised_together`): a matrix a task on the
-    pool (its ``S_n``, its factorisation, which releases the GIL (:mod:`._nogil_lapack`), and
-    its trace), and ``also`` one more, BLAS on one thread inside, so the groups' ``S_n`` and W
-    are factorised side by side. Each result is the same bits as on one thread.
+    pool (its ``S_n``, its factorisation, which releases the GIL (:mod:`._nogil_lapack`), its
+    trace and its products), and ``also`` one more, BLAS on one thread inside, so the groups'
+    ``S_n`` and W are factorised side by side. Each result is the same bits as on one thread
+    with BLAS on one thread.
     """
     jobs = [(n, M) for n, _, M in stats.groups] + ([(None, stats.scatter)] if within else [])
     jobs += [also] if also is not None else []
@@ -164,7 +174,11 @@ def factorisations(xp, B, W, stats, within=False, also=None):
         if callable(jobs[unit.start]):
             return jobs[unit.start]()
         n, companion = jobs[unit.start]
-        return _factor_terms(xp, W if n is None else B + W / n, companion, stats.eye)
+        if n is None:
+            return _factor_terms(xp, W, companion, stats.eye)
+        S_inv, logdet, trace = _factor_terms(xp, B + W / n, companion, stats.eye)
+        return S_inv, logdet, trace, _group_products(B, W, S_inv, companion) if products \
+            else None
 
     if xp is not np or not factorised_together(len(jobs), B.shape[0]):
         return [job(slice(i, i + 1)) for i in range(len(jobs))]
@@ -193,26 +207,26 @@ def symmetric_means(between, C, scatter, within, N):
 def grouped_terms(xp, B, W, stats, terms=True, factors=None):
     """The batched groups' M-step sums ``(between, within)`` (d x d, or None with
     ``terms=False``) and their part of eq. (2)'s log-likelihood at (B, W); ``factors``: the
-    groups' ``(S_n^-1, log|S_n|, tr(S_n^-1 M_n))`` where already computed
+    groups' ``(S_n^-1, log|S_n|, tr(S_n^-1 M_n), products)`` where already computed
     (:func:`factorisations`)."""
     d = B.shape[0]
     between = within = None
     ll = 0.0
     if factors is None:
         factors = factorisations(xp, B, W, stats)
-    for (n, c, M), (S_inv, logdet_S, trace) in zip(stats.groups, factors, strict=True):
+    for (n, c, M), (S_inv, logdet_S, trace, products) in zip(stats.groups, factors,
+                                                             strict=True):
         ll = ll - 0.5 * (c * (logdet_S + d * LOG_2PI) + trace)
         if not terms:
             continue
-        A = B @ S_inv  # w_c = A m_c
         if xp is np:  # the same sums in one pass (:func:`._symmetric_kernels.add_group_sums`)
             first = between is None
             if first:
                 between, within = np.empty_like(B), np.empty_like(B)
-            P = A @ M
-            add_group_sums(A @ W, P, P @ A.T, M, n, float(c), float(n * c), between, within,
-                           first)
+            AW, P, AMA = products or _group_products(B, W, S_inv, M)
+            add_group_sums(AW, P, AMA, M, n, float(c), float(n * c), between, within, first)
             continue
+        A = B @ S_inv  # w_c = A m_c
         Cn = (A @ W) / n  # posterior covariance of the centre
         P = A @ M
         AMA = P @ A.T
