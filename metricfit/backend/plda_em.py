@@ -163,9 +163,9 @@ def factorisations(xp, B, W, stats, within=False, also=None, products=False):
 
     NumPy on several package threads (:func:`factorised_together`): a matrix a task on the
     pool (its ``S_n``, its factorisation, which releases the GIL (:mod:`._nogil_lapack`), its
-    trace and its products), and ``also`` one more, BLAS on one thread inside, so the groups'
-    ``S_n`` and W are factorised side by side. Each result is the same bits as on one thread
-    with BLAS on one thread.
+    trace and its products), and ``also`` one more, started first, BLAS on one thread inside,
+    so the groups' ``S_n`` and W are factorised side by side. Each result is the same bits as
+    on one thread with BLAS on one thread.
     """
     jobs = [(n, M) for n, _, M in stats.groups] + ([(None, stats.scatter)] if within else [])
     jobs += [also] if also is not None else []
@@ -182,8 +182,11 @@ def factorisations(xp, B, W, stats, within=False, also=None, products=False):
 
     if xp is not np or not factorised_together(len(jobs), B.shape[0]):
         return [job(slice(i, i + 1)) for i in range(len(jobs))]
+    if also is not None:  # the longest task (an eigenproblem) starts first
+        jobs.insert(0, jobs.pop())
     with blas_threads(1):
-        return map_blocks(job, len(jobs), 1)
+        results = map_blocks(job, len(jobs), 1)
+    return results[1:] + results[:1] if also is not None else results
 
 
 def within_log_likelihood(xp, W, stats, factor=None):
