@@ -229,3 +229,13 @@ def test_symmetric_means_are_the_m_steps_expressions():
     B, W = plda_em.symmetric_means(between, 17, scatter, within, 123.0)
     assert_array_equal(B, core._symmetric(between) / 17)
     assert_array_equal(W, core._symmetric(scatter + within) / 123.0)
+
+
+def test_the_lookup_leaves_ctypes_pythonapi_as_it_was(monkeypatch):
+    import ctypes
+
+    shared = ctypes.pythonapi.PyCapsule_GetPointer
+    before = (shared.restype, shared.argtypes)
+    monkeypatch.setattr(nogil, "_ROUTINES", {})
+    assert nogil.gil_free()  # looked up again
+    assert (shared.restype, shared.argtypes) == before

@@ -35,11 +35,12 @@ _ROUTINES = {}  # name -> ctypes function, or None where unavailable
 
 
 def _capsule_address(capsule):
-    get_name = ctypes.pythonapi.PyCapsule_GetName
-    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
-    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    get_pointer.restype = ctypes.c_void_p
-    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    """The pointer a PyCapsule holds (prototypes of our own: the shared
+    ``ctypes.pythonapi`` functions are left as other code configured them)."""
+    get_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(
+        ("PyCapsule_GetName", ctypes.pythonapi))
+    get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_GetPointer", ctypes.pythonapi))
     return get_pointer(capsule, get_name(capsule))
 
 
