@@ -157,7 +157,8 @@ def test_numba_drivers_give_the_pools_numbers(threads, monkeypatch):
 
     def spy(driver, *args, **kwargs):
         ran = real_launch(driver, *args, **kwargs)
-        launched.append(driver if ran else None)
+        launched.append((driver, args[1] if driver is _drivers.conv_backward_spans else None)
+                        if ran else None)
         return ran
 
     monkeypatch.setattr("metricfit.cnn.threads.launch", spy)
@@ -170,7 +171,8 @@ def test_numba_drivers_give_the_pools_numbers(threads, monkeypatch):
     assert out["pool"][0] == out["numba"][0]
     for got, want in zip(out["numba"][1:], out["pool"][1:], strict=True):
         np.testing.assert_array_equal(got, want)
-    ran = {driver for driver in launched if driver is not None}
+    ran = {driver for driver, _ in filter(None, launched)}
     assert _drivers.lenet_forward_spans in ran and _drivers.subsample_backward_spans in ran
-    assert (_drivers.conv_block_spans in ran) if threads == 3 else (
-        {_drivers.conv_image_spans, _drivers.conv_weight_spans} <= ran)
+    stages = {stage for driver, stage in filter(None, launched)
+              if driver is _drivers.conv_backward_spans}
+    assert stages == ({_drivers.BLOCKS} if threads == 3 else {_drivers.IMAGES, _drivers.WEIGHTS})

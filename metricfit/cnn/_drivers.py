@@ -27,8 +27,8 @@ from ._conv_units import conv2d_backward_images, conv2d_weight_units
 from ._subsample_kernels import subsample_backward_units, subsample_forward_into
 
 __all__ = ["ConvUnits", "SubsampleUnits", "conv_forward_spans", "subsample_forward_spans",
-           "lenet_forward_spans", "conv_image_spans", "conv_weight_spans", "conv_block_spans",
-           "subsample_backward_spans"]
+           "lenet_forward_spans", "conv_backward_spans", "subsample_backward_spans", "BLOCKS",
+           "IMAGES", "WEIGHTS"]
 
 
 class ConvUnits(NamedTuple):
@@ -124,32 +124,36 @@ FORWARD = {ConvUnits: conv_forward_spans, SubsampleUnits: subsample_forward_span
 LENET = (ConvUnits, SubsampleUnits, ConvUnits, SubsampleUnits)
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def conv_image_spans(dY, Y, W, table, w, pad, Gp, dX, starts, stops):  # pragma: no cover
-    """:func:`._conv_units.conv2d_backward_images` on each span of images."""
-    for k in prange(starts.shape[0]):
-        conv2d_backward_images(dY, Y, W, table, w, pad, Gp, dX, starts[k], stops[k])
+BLOCKS, IMAGES, WEIGHTS = 0, 1, 2  # the stages of conv_backward_spans
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def conv_weight_spans(X, Gp, pad, table, kh, kw, block, dW, db, starts,
-                      stops):  # pragma: no cover
-    """:func:`._conv_units.conv2d_weight_units` on each span of (block, map) units."""
-    for k in prange(starts.shape[0]):
-        conv2d_weight_units(X, Gp, pad, table, kh, kw, block, starts[k], stops[k], dW, db)
+def conv_backward_spans(stage, dY, Y, W, table, w, pad, Gp, dX, X, kh, kw, block, dW, db,
+                        starts, stops):  # pragma: no cover (compiled)
+    """One of the convolution's backward passes on each span, by ``stage``:
 
+    - :data:`BLOCKS`: spans of image blocks; each block's images
+      (:func:`._conv_units.conv2d_backward_images`), then its weight units
+      (:func:`._conv_units.conv2d_weight_units`), back to back;
+    - :data:`IMAGES`: spans of images, their images' pass only;
+    - :data:`WEIGHTS`: spans of (block, map) weight units, once every image's pass is done.
 
-@njit(cache=True, nogil=True, parallel=True)
-def conv_block_spans(dY, Y, W, table, w, pad, Gp, dX, X, kh, kw, block, dW, db, starts,
-                     stops):  # pragma: no cover
-    """Each image block of each span: its images' pass, then its weight units."""
+    One driver for the three, not one each: every driver's compilation optimises and emits
+    again all the code it calls (numba links the callees' code into each caller's module), so
+    three drivers over the same two units compiled them three times (float32 under numba 0.59:
+    82.7 s for the three, 39.7 s for this one; numba 0.68: 14.9 and 7.3 s)."""
     n, c_out = X.shape[0], Gp.shape[1]
     for k in prange(starts.shape[0]):
-        for b in range(starts[k], stops[k]):
-            conv2d_backward_images(dY, Y, W, table, w, pad, Gp, dX, b * block,
-                                   min(n, (b + 1) * block))
-            conv2d_weight_units(X, Gp, pad, table, kh, kw, block, b * c_out, (b + 1) * c_out,
-                                dW, db)
+        if stage == BLOCKS:
+            for b in range(starts[k], stops[k]):
+                conv2d_backward_images(dY, Y, W, table, w, pad, Gp, dX, b * block,
+                                       min(n, (b + 1) * block))
+                conv2d_weight_units(X, Gp, pad, table, kh, kw, block, b * c_out,
+                                    (b + 1) * c_out, dW, db)
+        elif stage == IMAGES:
+            conv2d_backward_images(dY, Y, W, table, w, pad, Gp, dX, starts[k], stops[k])
+        else:
+            conv2d_weight_units(X, Gp, pad, table, kh, kw, block, starts[k], stops[k], dW, db)
 
 
 @njit(cache=True, nogil=True, parallel=True)

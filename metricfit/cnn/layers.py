@@ -250,8 +250,9 @@ class Conv2D:
 
         image_args = (dY, Y, W, table, w, pad, Gp, dX)
         weight_args = (X, Gp, pad, table, kh, kw, CHUNK)
+        driver_args = (*image_args, X, kh, kw, CHUNK, dW, db)  # after the driver's stage
 
-        def images(i0, i1):  # (the drivers of ._drivers take the same arguments, then spans)
+        def images(i0, i1):  # (the driver of ._drivers: a stage, driver_args, then spans)
             conv2d_backward_images(*image_args, i0, i1)
 
         def weights(u0, u1):
@@ -266,12 +267,13 @@ class Conv2D:
                     images(b * CHUNK, min(n, (b + 1) * CHUNK))
                     weights(b * c_out, (b + 1) * c_out)
 
-            map_spans(blocks, np.ones(n_blocks), _drivers.conv_block_spans,
-                      (*image_args, X, kh, kw, CHUNK, dW, db))
+            map_spans(blocks, np.ones(n_blocks), _drivers.conv_backward_spans,
+                      (_drivers.BLOCKS, *driver_args))
         else:
-            map_spans(images, np.ones(n), _drivers.conv_image_spans, image_args)
+            map_spans(images, np.ones(n), _drivers.conv_backward_spans,
+                      (_drivers.IMAGES, *driver_args))
             map_spans(weights, weight_unit_costs(n, self.table, CHUNK),
-                      _drivers.conv_weight_spans, (*weight_args, dW, db))
+                      _drivers.conv_backward_spans, (_drivers.WEIGHTS, *driver_args))
         dW = _sum_in_order(list(dW)).reshape(W.shape)
         return (dX if input_grad else None), {"W": dW, "b": _sum_in_order(list(db))}
 
