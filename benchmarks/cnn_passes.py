@@ -20,13 +20,20 @@ import metricfit  # first, before numpy: OpenBLAS's idle spin (metricfit._blas_e
 # isort: split
 import numpy as np
 
+from metricfit.cnn import _drivers  # conv_backward_spans' stages, its first argument
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from scaling import json_at, per_count_parser  # noqa: E402
 
+STAGES = {_drivers.BLOCKS: "blocks", _drivers.IMAGES: "images", _drivers.WEIGHTS: "weights"}
 
-def _name(fn, driver):
+
+def _name(fn, driver, args=()):
+    """The driver's name (with its stage where it takes one), else the function's."""
     if driver is not None:
+        if driver is _drivers.conv_backward_spans:
+            return f"{driver.__name__}[{STAGES[args[0]]}]"
         return driver.__name__
     return getattr(fn, "__qualname__", repr(fn)).replace(".<locals>", "")
 
@@ -46,7 +53,7 @@ def measure(threads, rounds):
         try:
             return real(fn, costs, driver, args)
         finally:
-            spent[_name(fn, driver)] += time.perf_counter() - t0
+            spent[_name(fn, driver, args)] += time.perf_counter() - t0
 
     layers.map_spans = network.map_spans = timed
     net, theta, objective, _ = bench_cnn._workload()
