@@ -13,8 +13,11 @@ Xeon, ``benchmarks/handoff.py``), about seven passes a training step; a driver's
 :data:`FORWARD` names the drivers by the kind of per-image forward unit (:class:`ConvUnits`,
 :class:`SubsampleUnits`); :func:`lenet_forward_spans` chains the four per-image layers of the
 paper's network (C1, S2, C3, S4) on each span, as the pool's chained run does (each image's
-maps still in cache for the next layer). Drivers are top-level functions, one per pass, so that
-numba caches them (``cache=True``; see :mod:`metricfit.losses._rows`).
+maps still in cache for the next layer). Drivers are top-level functions so that numba caches
+them (``cache=True``; see :mod:`metricfit.losses._rows`). The convolution's three backward passes
+share one driver, :func:`conv_backward_spans`, which takes the pass as its first argument: a
+driver's compilation compiles again the code it calls, so one driver per pass compiled the same
+units three times.
 """
 
 from typing import NamedTuple
