@@ -15,9 +15,12 @@ metricfit's data-parallel kernels are serial numba functions compiled with ``nog
   (docs/results/timing.md). :func:`launch` runs a driver where :func:`kernel_threads` allows, per
   call: only where numba's threading layer is thread-safe (OpenMP or TBB:
   :mod:`metricfit._numba_layer`, which also keeps GNU OpenMP's threads from spinning after each
-  section), never nested in a pool thread, and never with ``METRICFIT_KERNEL_THREADS=pool``. The
-  drivers are cached (``cache=True`` with ``parallel=True`` works in numba 0.68 across thread
-  counts; the first call of a process on a cold cache compiles them, about 0.4 s each).
+  section), never nested in a pool thread, and never with ``METRICFIT_KERNEL_THREADS=pool``;
+  the convnet's drivers only from :data:`metricfit.cnn.threads.DRIVER_MIN_THREADS` threads (below
+  it they are no faster than the pool and their first compilation costs 15-70 s), unless
+  ``METRICFIT_KERNEL_THREADS=numba``. The drivers are cached (``cache=True`` with
+  ``parallel=True`` works in numba 0.68 across thread counts; the first call of a process on a
+  cold cache compiles them: about 0.4 s each for the kernel sections).
 
 The blocks do not depend on the thread count and partial results are combined in block order
 by the caller, so a result is the same bit for bit on 1, 2 or 16 threads, on either launcher.
@@ -214,7 +217,7 @@ def map_blocks(fn, n_items, block):
 _IN_POOL = contextvars.ContextVar("metricfit_in_pool", default=False)
 
 
-def kernel_threads(n_tasks, threads=None):
+def kernel_threads(n_tasks, threads=None, min_threads=2):
     """Threads for a numba ``parallel=True`` driver over ``n_tasks`` fixed tasks, or 0 where
     the tasks run on the pool (:func:`map_blocks`) instead.
 
@@ -224,28 +227,40 @@ def kernel_threads(n_tasks, threads=None):
     benchmarks' A/B and a way around a numba threading layer that misbehaves). Never more than
     numba's ``NUMBA_NUM_THREADS``; the tasks do not depend on the count, so neither does the
     result.
+
+    ``min_threads``: the fewest package threads (``threads``, default :func:`get_threads`) at
+    which the driver is used: for a driver that runs no faster than the pool below that count
+    and costs a long first compilation (the convnet's,
+    :data:`metricfit.cnn.threads.DRIVER_MIN_THREADS`). ``METRICFIT_KERNEL_THREADS=numba`` uses
+    the drivers from two threads whatever ``min_threads`` says (the tests' and the benchmarks'
+    way to run them on a small machine).
     """
-    n = min(get_threads() if threads is None else threads, n_tasks,
-            int(numba.config.NUMBA_NUM_THREADS))
-    if n <= 1 or _in_pool() or _kernel_launcher() == "pool":
+    count = get_threads() if threads is None else threads
+    n = min(count, n_tasks, int(numba.config.NUMBA_NUM_THREADS))
+    if n <= 1 or _in_pool():
+        return 0
+    launcher = _kernel_launcher()
+    if launcher == "pool" or (count < min_threads and launcher != "numba"):
         return 0
     return n if threadsafe_layer() else 0
 
 
 def _kernel_launcher():
+    """``METRICFIT_KERNEL_THREADS``: "numba", "pool" or "" (not set: each driver from its
+    ``min_threads``)."""
     value = os.environ.get("METRICFIT_KERNEL_THREADS", "").strip().lower()
     if value not in ("", "numba", "pool"):
-        raise ValueError("METRICFIT_KERNEL_THREADS must be 'numba' (the default) or 'pool', "
+        raise ValueError("METRICFIT_KERNEL_THREADS must be 'numba' or 'pool' (or not set), "
                          f"got {os.environ['METRICFIT_KERNEL_THREADS']!r}.")
-    return value or "numba"
+    return value
 
 
-def launch(driver, n_tasks, *args, threads=None):
+def launch(driver, n_tasks, *args, threads=None, min_threads=2):
     """``driver(*args)``, a numba ``parallel=True`` driver over ``n_tasks`` fixed tasks, on
     :func:`kernel_threads` numba threads (``threads``: the count asked for, default the package
-    setting); returns False without calling it where that is 0 (``driver`` None included), and
-    the caller then runs the tasks on the pool."""
-    n = 0 if driver is None else kernel_threads(n_tasks, threads)
+    setting; ``min_threads``: as there); returns False without calling it where that is 0
+    (``driver`` None included), and the caller then runs the tasks on the pool."""
+    n = 0 if driver is None else kernel_threads(n_tasks, threads, min_threads)
     if not n:
         return False
     with numba_threads(n):

@@ -15,7 +15,7 @@ from metricfit.cnn.layers import (
     dense_forward,
     lenet_table,
 )
-from metricfit.cnn.threads import CHUNK, GRAIN, MIN_SPANS, map_spans, spans
+from metricfit.cnn.threads import CHUNK, DRIVER_MIN_THREADS, GRAIN, MIN_SPANS, map_spans, spans
 
 THREADS = (1, 2, 3, 5)  # 5 image blocks below: 1 and 5 threads take whole blocks, 2 and 3 units
 
@@ -147,6 +147,7 @@ def test_numba_drivers_give_the_pools_numbers(threads, monkeypatch):
 
     if not parallel.kernel_threads(2, 2):
         pytest.skip("numba's threading layer is not thread-safe here: the pool runs all")
+    assert threads < DRIVER_MIN_THREADS  # so that "not set" means the pool
     net = ConvNetwork(network_spec((56, 46)))
     rng = np.random.default_rng(6)
     theta = net.init(rng)
@@ -163,16 +164,64 @@ def test_numba_drivers_give_the_pools_numbers(threads, monkeypatch):
 
     monkeypatch.setattr("metricfit.cnn.threads.launch", spy)
     out = {}
-    for mode in ("pool", "numba"):
+    for mode in ("", "pool", "numba"):  # "": not set, the pool under DRIVER_MIN_THREADS
         monkeypatch.setenv("METRICFIT_KERNEL_THREADS", mode)
         with num_threads(threads):
             J, G = objective.batch(theta, np.arange(24))
             out[mode] = (J, G, net.transform(theta, pairs[:, 0], batch_size=24))
-    assert out["pool"][0] == out["numba"][0]
-    for got, want in zip(out["numba"][1:], out["pool"][1:], strict=True):
+        if mode != "numba":
+            assert launched and not any(launched), mode  # asked each pass, ran no driver
+    assert out["pool"][0] == out["numba"][0] == out[""][0]
+    for got, want, default in zip(out["numba"][1:], out["pool"][1:], out[""][1:], strict=True):
         np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(default, want)
     ran = {driver for driver, _ in filter(None, launched)}
     assert _drivers.lenet_forward_spans in ran and _drivers.subsample_backward_spans in ran
     stages = {stage for driver, stage in filter(None, launched)
               if driver is _drivers.conv_backward_spans}
     assert stages == ({_drivers.BLOCKS} if threads == 3 else {_drivers.IMAGES, _drivers.WEIGHTS})
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_single_layers_on_numba_drivers_give_the_pools_numbers(threads, monkeypatch):
+    """A convolution and a subsampling layer used alone (their own forward drivers,
+    :func:`._drivers.conv_forward_spans` and ``subsample_forward_spans``, not the paper
+    network's chained one), float32: forward and backward on numba's drivers
+    (``METRICFIT_KERNEL_THREADS=numba``) and on the pool, bit for bit (3 image blocks: the
+    backward by whole blocks on 3 threads, by images then weight units on 2)."""
+    from metricfit import parallel
+    from metricfit.cnn import _drivers
+
+    if not parallel.kernel_threads(2, 2):
+        pytest.skip("numba's threading layer is not thread-safe here: the pool runs all")
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(2 * CHUNK + 7, 6, 13, 11)).astype(np.float32)
+    conv = Conv2D(6, 10, (6, 6), lenet_table(6, 10), squash=True)
+    sub = Subsample(10, (3, 2), squash=True)
+    p = {k: v.astype(np.float32) for k, v in conv.init(rng).items()}
+    q = {"coef": rng.normal(size=10).astype(np.float32),
+         "bias": rng.normal(size=10).astype(np.float32)}
+    launched = []
+    real_launch = parallel.launch
+
+    def spy(driver, *args, **kwargs):
+        ran = real_launch(driver, *args, **kwargs)
+        launched.append(driver if ran else None)
+        return ran
+
+    monkeypatch.setattr("metricfit.cnn.threads.launch", spy)
+    out = {}
+    for mode in ("pool", "numba"):
+        monkeypatch.setenv("METRICFIT_KERNEL_THREADS", mode)
+        with num_threads(threads):
+            Y, cache = conv.forward(p, X)
+            dX, grads = conv.backward(p, cache, np.ones_like(Y))
+            Z, cache = sub.forward(q, Y)
+            dY, sub_grads = sub.backward(q, cache, np.ones_like(Z))
+        out[mode] = (Y, dX, grads["W"], grads["b"], Z, dY, sub_grads["coef"],
+                     sub_grads["bias"])
+    for got, want in zip(out["numba"], out["pool"], strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert set(launched) - {None} == {_drivers.conv_forward_spans, _drivers.conv_backward_spans,
+                                     _drivers.subsample_forward_spans,
+                                     _drivers.subsample_backward_spans}

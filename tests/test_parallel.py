@@ -192,6 +192,30 @@ def test_kernel_threads_are_capped_by_numba_and_zero_inside_the_pool(monkeypatch
         assert parallel.kernel_threads(1000) == 0
 
 
+
+def test_a_driver_with_a_thread_floor_runs_on_the_pool_below_it(monkeypatch):
+    """``min_threads`` (the convnet's drivers): below it the pool, unless the setting asks
+    for numba's threads; from it, numba's threads unless the setting asks for the pool."""
+    import numba
+
+    monkeypatch.setattr(parallel, "threadsafe_layer", lambda: True)
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    monkeypatch.delenv("METRICFIT_KERNEL_THREADS", raising=False)
+    assert parallel.kernel_threads(100, threads=2, min_threads=12) == 0
+    assert parallel.kernel_threads(100, threads=11, min_threads=12) == 0
+    assert parallel.kernel_threads(100, threads=12, min_threads=12) >= 2
+    assert parallel.kernel_threads(100, threads=2) == 2  # the kernel sections: from 2
+    with metricfit.threads(3):
+        assert parallel.kernel_threads(100, min_threads=4) == 0
+        assert parallel.kernel_threads(100, min_threads=3) >= 2
+    monkeypatch.setenv("METRICFIT_KERNEL_THREADS", "numba")
+    assert parallel.kernel_threads(100, threads=2, min_threads=12) == 2
+    assert parallel.kernel_threads(100, threads=1, min_threads=12) == 0  # one thread: none
+    monkeypatch.setenv("METRICFIT_KERNEL_THREADS", "pool")
+    assert parallel.kernel_threads(100, threads=16, min_threads=12) == 0
+    assert not parallel.launch(lambda *a: pytest.fail("ran"), 100, threads=16, min_threads=12)
+
 FORKED_CHILDREN = """
 import multiprocessing as mp
 import numpy as np

@@ -4,13 +4,14 @@ The numba kernels of :mod:`._kernels` are serial and ``nogil=True`` (and NumPy's
 releases the GIL), so threads run them side by side on slices of one batch, with
 ``cache=True`` on every kernel. The convolution and subsampling passes hand their spans to a
 numba ``parallel=True`` driver (:mod:`._drivers`: one launch from compiled code; 1.25x faster
-training steps than the pool at 16 threads on a Xeon, level on 2 cores) where
-:func:`metricfit.parallel.kernel_threads` allows; else, and for the dense layers' GEMM units,
-Python threads of a pool run them. The GEMMs of C5 and F6 (a few
-milliseconds) run between the threaded sections; :func:`blas_single_threaded` keeps BLAS on
-one thread around a whole pass, because OpenBLAS's idle workers spin after each GEMM and take
-the cores from the kernel threads (measured, 64 pairs, 2 threads: 157-161 ms per training
-step with OpenBLAS on 2 threads, 117-122 ms with it on 1).
+training steps than the pool at 16 threads on a Xeon, level at 1, 4 and 8 there and on 2 cores)
+from :data:`DRIVER_MIN_THREADS` threads, where :func:`metricfit.parallel.kernel_threads`
+allows; else, and for the dense layers' GEMM units, Python threads of a pool run them. The
+GEMMs of C5 and F6 (a few milliseconds) run between the threaded sections;
+:func:`blas_single_threaded` keeps BLAS on one thread around a whole pass, because OpenBLAS's
+idle workers spin after each GEMM and take the cores from the kernel threads (measured, 64
+pairs, 2 threads: 157-161 ms per training step with OpenBLAS on 2 threads, 117-122 ms with it
+on 1).
 
 **Work units.** A layer's work is cut into units fixed by the data's sizes alone (an image;
 an image block of ``CHUNK`` images and one output map; a block of GEMM columns), never by the
@@ -123,6 +124,13 @@ def spans(costs, n_spans):
 
 GRAIN = 2  # spans per thread that map_spans hands out ...
 MIN_SPANS = 8  # ... and at least this many (a few threads: finer sharing when cores are busy)
+#: The fewest threads at which :func:`map_spans` hands its spans to a numba driver. Below it
+#: the pool runs them: a training step on the pool against the drivers (``cnn_launchers.py``)
+#: took 1.01x as long at 1, 4 and 8 threads on a 16-core Xeon and 1.02x on 2 cores here, and
+#: 1.25x at 16 threads, while the drivers' first compilation (cold numba cache) added 16 s to
+#: the first training step under numba 0.68 and 70 s under 0.59 (docs/results/timing.md). 12
+#: lies between the last count measured level (8) and the first that gained (16).
+DRIVER_MIN_THREADS = 12
 
 
 def map_spans(fn, costs, driver=None, args=()):
@@ -135,16 +143,17 @@ def map_spans(fn, costs, driver=None, args=()):
     thread would wait for the slowest.)
 
     ``driver``: ``fn``'s numba ``parallel=True`` twin (:mod:`._drivers`), called as
-    ``driver(*args, starts, stops)`` on the same spans where
-    :func:`metricfit.parallel.kernel_threads` allows (one launch from compiled code instead of
-    a GIL turn a span); the results are then None."""
+    ``driver(*args, starts, stops)`` on the same spans from :data:`DRIVER_MIN_THREADS` threads,
+    where :func:`metricfit.parallel.kernel_threads` allows (one launch from compiled code
+    instead of a GIL turn a span); the results are then None."""
     threads = get_num_threads()
     parts = spans(costs, max(GRAIN * threads, MIN_SPANS) if threads > 1 else 1)
     if len(parts) <= 1:
         return [fn(a, b) for a, b in parts]
     if driver is not None:
         starts, stops = (np.array(ends, np.int64) for ends in zip(*parts, strict=True))
-        if launch(driver, len(parts), *args, starts, stops, threads=threads):
+        if launch(driver, len(parts), *args, starts, stops, threads=threads,
+                  min_threads=DRIVER_MIN_THREADS):
             return [None] * len(parts)
     results = [None] * len(parts)
     order = itertools.count()  # next() is atomic under the GIL
