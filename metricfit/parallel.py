@@ -17,7 +17,7 @@ metricfit's data-parallel kernels are serial numba functions compiled with ``nog
   :mod:`metricfit._numba_layer`, which also keeps GNU OpenMP's threads from spinning after each
   section), never nested in a pool thread, and never with ``METRICFIT_KERNEL_THREADS=pool``;
   the convnet's drivers only from :data:`metricfit.cnn.threads.DRIVER_MIN_THREADS` threads (below
-  it they are no faster than the pool and their first compilation costs 15-70 s), unless
+  it they are no faster than the pool and their first compilation costs 15-73 s), unless
   ``METRICFIT_KERNEL_THREADS=numba``. The drivers are cached (``cache=True`` with
   ``parallel=True`` works in numba 0.68 across thread counts; the first call of a process on a
   cold cache compiles them: about 0.4 s each for the kernel sections).

@@ -8,7 +8,11 @@ kernel's arithmetic are those of the pool, so a driver's result is the pool's, b
 any number of threads (``tests/test_cnn_threads.py``). Why: on the pool every span is a turn at
 the GIL and every pass a wake-up of each thread (358 microseconds for 16 threads on a 16-core
 Xeon, ``benchmarks/handoff.py``), about seven passes a training step; a driver's launch costs
-47 there (:mod:`metricfit.parallel`).
+47 there (:mod:`metricfit.parallel`). That pays at 16 threads (a training step 1.25x faster on
+the Xeon), not at 1, 4 or 8 there nor at 2 on the 2-core machine (level), while compiling the
+drivers is most of a cold first training step; so :func:`.threads.map_spans` hands its spans
+to them from :data:`.threads.DRIVER_MIN_THREADS` threads only (or with
+``METRICFIT_KERNEL_THREADS=numba``).
 
 :data:`FORWARD` names the drivers by the kind of per-image forward unit (:class:`ConvUnits`,
 :class:`SubsampleUnits`); :func:`lenet_forward_spans` chains the four per-image layers of the
