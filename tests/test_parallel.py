@@ -192,7 +192,6 @@ def test_kernel_threads_are_capped_by_numba_and_zero_inside_the_pool(monkeypatch
         assert parallel.kernel_threads(1000) == 0
 
 
-
 def test_a_driver_with_a_thread_floor_runs_on_the_pool_below_it(monkeypatch):
     """``min_threads`` (the convnet's drivers): below it the pool, unless the setting asks
     for numba's threads; from it, numba's threads unless the setting asks for the pool."""
@@ -215,6 +214,7 @@ def test_a_driver_with_a_thread_floor_runs_on_the_pool_below_it(monkeypatch):
     monkeypatch.setenv("METRICFIT_KERNEL_THREADS", "pool")
     assert parallel.kernel_threads(100, threads=16, min_threads=12) == 0
     assert not parallel.launch(lambda *a: pytest.fail("ran"), 100, threads=16, min_threads=12)
+
 
 FORKED_CHILDREN = """
 import multiprocessing as mp
