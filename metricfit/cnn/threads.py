@@ -126,7 +126,7 @@ GRAIN = 2  # spans per thread that map_spans hands out ...
 MIN_SPANS = 8  # ... and at least this many (a few threads: finer sharing when cores are busy)
 #: The fewest threads at which :func:`map_spans` hands its spans to a numba driver. Below it
 #: the pool runs them: a training step on the pool against the drivers (``cnn_launchers.py``)
-#: took 1.01x as long at 1, 4 and 8 threads on a 16-core Xeon and 1.02x on 2 cores here, and
+#: took 1.01x as long at 1, 4 and 8 threads on a 16-core Xeon and 0.99-1.02x on 2 cores, and
 #: 1.25x at 16 threads, while the drivers' first compilation (cold numba cache) added 15-18 s
 #: to the first training step under numba 0.68 and 71-73 s under 0.59 (docs/results/timing.md). 12
 #: lies between the last count measured level (8) and the first that gained (16).
