@@ -137,6 +137,22 @@ def test_the_tanh_layer_in_chunks_equals_one_pass():
     np.testing.assert_allclose(dX, 1 - np.tanh(X) ** 2, rtol=1e-12, atol=1e-14)
 
 
+def launch_spy(monkeypatch):
+    """The list that records each driver launch the convnet's passes ask for: ``(driver,
+    args)`` where it ran on numba's threads, None where the pool ran the pass instead."""
+    from metricfit import parallel
+
+    launched, real_launch = [], parallel.launch
+
+    def spy(driver, *args, **kwargs):
+        ran = real_launch(driver, *args, **kwargs)
+        launched.append((driver, args) if ran else None)
+        return ran
+
+    monkeypatch.setattr("metricfit.cnn.threads.launch", spy)
+    return launched
+
+
 @pytest.mark.parametrize("threads", [2, 3])
 def test_numba_drivers_give_the_pools_numbers(threads, monkeypatch):
     """The passes on numba's threads (metricfit.cnn._drivers) and on the package pool: the
@@ -153,16 +169,7 @@ def test_numba_drivers_give_the_pools_numbers(threads, monkeypatch):
     theta = net.init(rng)
     pairs = rng.normal(size=(24, 2, 56, 46)).astype(np.float32)
     objective = SiameseObjective(net, pairs, np.where(np.arange(24) % 2 == 0, 1, -1))
-    launched = []
-    real_launch = parallel.launch
-
-    def spy(driver, *args, **kwargs):
-        ran = real_launch(driver, *args, **kwargs)
-        launched.append((driver, args[1] if driver is _drivers.conv_backward_spans else None)
-                        if ran else None)
-        return ran
-
-    monkeypatch.setattr("metricfit.cnn.threads.launch", spy)
+    launched = launch_spy(monkeypatch)
     out = {}
     for mode in ("", "pool", "numba"):  # "": not set, the pool under DRIVER_MIN_THREADS
         monkeypatch.setenv("METRICFIT_KERNEL_THREADS", mode)
@@ -177,7 +184,7 @@ def test_numba_drivers_give_the_pools_numbers(threads, monkeypatch):
         np.testing.assert_array_equal(default, want)
     ran = {driver for driver, _ in filter(None, launched)}
     assert _drivers.lenet_forward_spans in ran and _drivers.subsample_backward_spans in ran
-    stages = {stage for driver, stage in filter(None, launched)
+    stages = {args[1] for driver, args in filter(None, launched)
               if driver is _drivers.conv_backward_spans}
     assert stages == ({_drivers.BLOCKS} if threads == 3 else {_drivers.IMAGES, _drivers.WEIGHTS})
 
@@ -201,15 +208,7 @@ def test_single_layers_on_numba_drivers_give_the_pools_numbers(threads, monkeypa
     p = {k: v.astype(np.float32) for k, v in conv.init(rng).items()}
     q = {"coef": rng.normal(size=10).astype(np.float32),
          "bias": rng.normal(size=10).astype(np.float32)}
-    launched = []
-    real_launch = parallel.launch
-
-    def spy(driver, *args, **kwargs):
-        ran = real_launch(driver, *args, **kwargs)
-        launched.append(driver if ran else None)
-        return ran
-
-    monkeypatch.setattr("metricfit.cnn.threads.launch", spy)
+    launched = launch_spy(monkeypatch)
     out = {}
     for mode in ("pool", "numba"):
         monkeypatch.setenv("METRICFIT_KERNEL_THREADS", mode)
@@ -222,6 +221,6 @@ def test_single_layers_on_numba_drivers_give_the_pools_numbers(threads, monkeypa
                      sub_grads["bias"])
     for got, want in zip(out["numba"], out["pool"], strict=True):
         np.testing.assert_array_equal(got, want)
-    assert set(launched) - {None} == {_drivers.conv_forward_spans, _drivers.conv_backward_spans,
-                                     _drivers.subsample_forward_spans,
-                                     _drivers.subsample_backward_spans}
+    assert {driver for driver, _ in filter(None, launched)} == {
+        _drivers.conv_forward_spans, _drivers.conv_backward_spans,
+        _drivers.subsample_forward_spans, _drivers.subsample_backward_spans}
