@@ -259,12 +259,20 @@ def launch(driver, n_tasks, *args, threads=None, min_threads=2):
     """``driver(*args)``, a numba ``parallel=True`` driver over ``n_tasks`` fixed tasks, on
     :func:`kernel_threads` numba threads (``threads``: the count asked for, default the package
     setting; ``min_threads``: as there); returns False without calling it where that is 0
-    (``driver`` None included), and the caller then runs the tasks on the pool."""
+    (``driver`` None included), and the caller then runs the tasks on the pool.
+
+    numba's own count is changed for the call only where it differs: right after a GEMM each
+    Python-level call here costs 15-40 microseconds (the GEMM has evicted the interpreter's
+    code and data from the caches), and setting and restoring it took 0.05-0.15 ms off a
+    kernel section of 0.4-0.9 ms on the 2-core machine (docs/results/timing.md)."""
     n = 0 if driver is None else kernel_threads(n_tasks, threads, min_threads)
     if not n:
         return False
-    with numba_threads(n):
+    if numba.get_num_threads() == n:  # the usual case: no setting to change and put back
         driver(*args)
+    else:
+        with numba_threads(n):
+            driver(*args)
     return True
 
 

@@ -216,6 +216,29 @@ def test_a_driver_with_a_thread_floor_runs_on_the_pool_below_it(monkeypatch):
     assert not parallel.launch(lambda *a: pytest.fail("ran"), 100, threads=16, min_threads=12)
 
 
+def test_launch_runs_the_driver_on_its_count_and_leaves_numbas_setting(monkeypatch):
+    """Whether numba's per-thread count already is the driver's (the setting is then left
+    alone) or not (set for the call, put back after), the driver runs on that count."""
+    import numba
+
+    monkeypatch.setattr(parallel, "threadsafe_layer", lambda: True)
+    monkeypatch.delenv("METRICFIT_KERNEL_THREADS", raising=False)
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    seen, sets = [], []
+    before, set_num_threads = numba.get_num_threads(), numba.set_num_threads
+    monkeypatch.setattr(numba, "set_num_threads", lambda n: (sets.append(n), set_num_threads(n)))
+    try:
+        for setting in (2, 1):
+            set_num_threads(setting)
+            assert parallel.launch(lambda: seen.append(numba.get_num_threads()), 100, threads=2)
+            assert numba.get_num_threads() == setting
+    finally:
+        set_num_threads(before)
+    assert seen == [2, 2]
+    assert sets == [2, 1]  # set and put back only where it differed
+
+
 FORKED_CHILDREN = """
 import multiprocessing as mp
 import numpy as np
