@@ -7,8 +7,10 @@ subprocess each workload is timed as the median of ``--repeats`` calls after one
 a workload with a bound (the GEMMs it cannot do without) times the bound in the same rounds,
 alternating with it, and reports the median of the per-round ratios. The table gives the
 median time, the speed-up over the same workload on 1 thread, and the ratio to the bound.
-The worker gets ``OPENBLAS_THREAD_TIMEOUT=16`` (metricfit's default, :mod:`metricfit._blas_env`)
-unless the caller's environment sets it: ``OPENBLAS_THREAD_TIMEOUT=28`` gives OpenBLAS's own.
+``--rounds R`` runs the thread counts R times, alternated: then the median over the rounds
+and the range of the rounds' own speed-ups. The worker gets ``OPENBLAS_THREAD_TIMEOUT=16``
+(metricfit's default, :mod:`metricfit._blas_env`) unless the caller's environment sets it:
+``OPENBLAS_THREAD_TIMEOUT=28`` gives OpenBLAS's own.
 
 Workloads (``--only NAME ...`` selects; ``--list`` prints them):
 
@@ -31,7 +33,7 @@ named entry points (``bench_cnn.time_training_step`` / ``time_inference``,
 here against the public API. Nothing needs torch or a data folder.
 
     python benchmarks/scaling.py [--threads 1 2 4 8 16] [--only tsml_float64 ...]
-        [--repeats 5] [--json out.json] [--markdown out.md] [--timeout 300]
+        [--repeats 5] [--rounds 1] [--json out.json] [--markdown out.md] [--timeout 300]
 """
 
 import argparse
@@ -370,18 +372,29 @@ def run_count(threads, names, repeats, timeout, extra=()):
 
 
 def table(results, counts):
-    """Rows of (workload, threads, ms, speed-up over 1 thread, x bound) in workload order."""
+    """Rows of (workload, threads, ms, speed-up over 1 thread, x bound) in workload order;
+    ``results[n]``: a ``(environment, {name: row})`` a round at ``n`` threads. ms, x bound:
+    medians over the rounds; speed-up: the median (and range) of the rounds' own speed-ups
+    (round r at n threads against round r at 1, run next to each other)."""
     out = []
-    for name in results[counts[0]][1]:
-        base = results[counts[0]][1][name].get("ms") if counts[0] == 1 else None
+    for name in results[counts[0]][0][1]:
+        base = [rows[name].get("ms") for _, rows in results[1]] if counts[0] == 1 else None
         for n in counts:
-            row = results[n][1][name]
-            ms = row.get("ms")
-            out.append({"workload": name, "threads": n, "ms": ms,
-                        "speedup": base / ms if base and ms else None,
-                        "x_bound": row.get("x_bound"), "bound_ms": row.get("bound_ms"),
-                        "wall_s": row.get("wall_s"), "error": row.get("error")})
+            got = [rows[name] for _, rows in results[n]]
+            ms = [row.get("ms") for row in got]
+            ups = [b / m for b, m in zip(base, ms, strict=True) if b and m] if base else []
+            out.append({"workload": name, "threads": n, "ms": _median(ms), "speedup": _median(ups),
+                        "speedup_range": [min(ups), max(ups)] if len(ups) > 1 else None,
+                        "x_bound": _median([row.get("x_bound") for row in got]),
+                        "bound_ms": _median([row.get("bound_ms") for row in got]),
+                        "wall_s": _median([row.get("wall_s") for row in got]),
+                        "error": next((row["error"] for row in got if row.get("error")), None)})
     return out
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return float(np.median(values)) if values else None
 
 
 def _fmt(value, spec):
@@ -399,22 +412,27 @@ def print_table(rows, environments):
               f"{SPIN_VAR}={env.get('vars', {}).get(SPIN_VAR)}; numba compiles for "
               f"'{target.get('cpu_name')}' ({target.get('simd')}), the processor has "
               f"{target.get('host_simd')}" + (" (NARROWER)" if target.get("narrower") else ""))
-    print(f"{'workload':<24} {'threads':>7} {'ms':>10} {'speed-up':>9} {'x bound':>8} "
-          f"{'wall s':>7}")
+    print(f"{'workload':<24} {'threads':>7} {'ms':>10} {'speed-up':>9} {'range':>11} "
+          f"{'x bound':>8} {'wall s':>7}")
     for r in rows:
         tail = f"  ERROR {r['error']}" if r["error"] else ""
         print(f"{r['workload']:<24} {r['threads']:>7} {_fmt(r['ms'], '10.2f'):>10} "
-              f"{_fmt(r['speedup'], '9.2f'):>9} {_fmt(r['x_bound'], '8.2f'):>8} "
+              f"{_fmt(r['speedup'], '9.2f'):>9} {_range(r):>11} {_fmt(r['x_bound'], '8.2f'):>8} "
               f"{_fmt(r['wall_s'], '7.1f'):>7}{tail}")
 
 
+def _range(row):
+    return "-" if not row.get("speedup_range") else "{:.2f}-{:.2f}".format(*row["speedup_range"])
+
+
 def markdown(rows, header):
-    lines = [header, "", "| workload | threads | ms | speed-up over 1 thread | x bound |",
+    lines = [header, "", "| workload | threads | ms | speed-up over 1 thread (range) | x bound |",
              "|---|---|---|---|---|"]
     for r in rows:
         ms = "error: " + r["error"].replace("|", "/") if r["error"] else _fmt(r["ms"], ".2f")
+        spread = f" ({_range(r)})" if r.get("speedup_range") else ""
         lines.append(f"| {r['workload']} | {r['threads']} | {ms} | {_fmt(r['speedup'], '.2f')}"
-                     f" | {_fmt(r['x_bound'], '.2f')} |")
+                     f"{spread} | {_fmt(r['x_bound'], '.2f')} |")
     return "\n".join(lines) + "\n"
 
 
@@ -428,10 +446,9 @@ def default_counts(cpus=None):
 
 
 def _count(text):
-    value = int(text)
-    if value < 1:
+    if int(text) < 1:
         raise argparse.ArgumentTypeError(f"thread counts must be >= 1, got {text!r}")
-    return value
+    return int(text)
 
 
 def main(argv=None):
@@ -441,6 +458,9 @@ def main(argv=None):
     p.add_argument("--only", nargs="+", default=None, metavar="NAME",
                    help="workloads to run (default: all; --list shows them)")
     p.add_argument("--repeats", type=_count, default=3, help="timed calls per workload (median)")
+    p.add_argument("--rounds", type=_count, default=1,
+                   help="runs of every thread count, alternated (1, 2, 1, 2, ...): a noisy "
+                        "machine's burst then spoils one round, not the table")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per thread count")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--markdown", type=Path, default=None)
@@ -457,20 +477,22 @@ def main(argv=None):
     if args.worker:
         return worker(names, args.repeats)
     counts = sorted(set(args.threads or default_counts()))
-    results = {}
-    for n in counts:
-        results[n] = run_count(n, names, args.repeats, args.timeout)
-        print(f"... {n} thread(s) done", file=sys.stderr, flush=True)
+    results = {n: [] for n in counts}
+    for round_ in range(args.rounds):
+        for n in counts:
+            results[n].append(run_count(n, names, args.repeats, args.timeout))
+            print(f"... round {round_ + 1}: {n} thread(s) done", file=sys.stderr, flush=True)
     rows = table(results, counts)
-    environments = {n: env for n, (env, _) in results.items()}
+    environments = {n: runs[0][0] for n, runs in results.items()}
     print_table(rows, environments)
-    header = (f"Scaling, {os.cpu_count()} CPUs, median of {args.repeats} (benchmarks/scaling.py"
-              f" --threads {' '.join(map(str, counts))})")
+    header = (f"Scaling, {os.cpu_count()} CPUs, median of {args.repeats}, {args.rounds} "
+              f"round(s) (benchmarks/scaling.py --threads {' '.join(map(str, counts))})")
     if args.markdown:
         args.markdown.write_text(markdown(rows, header))
     if args.json:
         args.json.write_text(json.dumps({"counts": counts, "repeats": args.repeats,
-                                         "environments": environments, "rows": rows}, indent=1))
+                                         "rounds": args.rounds, "environments": environments,
+                                         "rows": rows}, indent=1))
     return 0
 
 
