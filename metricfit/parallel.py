@@ -263,8 +263,9 @@ def launch(driver, n_tasks, *args, threads=None, min_threads=2):
 
     numba's own count is changed for the call only where it differs: right after a GEMM each
     Python-level call here costs 15-40 microseconds (the GEMM has evicted the interpreter's
-    code and data from the caches), and setting and restoring it took 0.05-0.15 ms off a
-    kernel section of 0.4-0.9 ms on the 2-core machine (docs/results/timing.md)."""
+    code and data from the caches), and no longer setting and restoring it took 0.05-0.15 ms
+    off a kernel section of 0.4-0.9 ms at 2 threads on the 2-core machine
+    (docs/results/timing.md)."""
     n = 0 if driver is None else kernel_threads(n_tasks, threads, min_threads)
     if not n:
         return False
