@@ -29,6 +29,8 @@ host: the second thread's wake-up).
 
 import argparse
 import contextlib
+import functools
+import sys
 import time
 from pathlib import Path
 
@@ -43,6 +45,9 @@ from metricfit import parallel
 from metricfit.losses import tsml
 from metricfit.losses._rows import row_block
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scaling import _timed  # noqa: E402  (the same timer: a warm-up, then the median)
+
 N_ROWS, WIDTH = 4800, 300
 HALT_POLL = Path("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
 
@@ -54,14 +59,8 @@ def _empty_driver(out, n_tasks):  # pragma: no cover (compiled)
 
 
 def _median_us(call, setup, repeats):
-    """Median microseconds of ``call()``, each call right after an untimed ``setup()``."""
-    times = []
-    for _ in range(repeats + 1):
-        setup()
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    return 1e6 * float(np.median(times[1:]))
+    """Median microseconds of ``call()``, each right after an untimed ``setup()``."""
+    return 1e3 * _timed(call, repeats, setup=setup)["ms"]
 
 
 @contextlib.contextmanager
@@ -76,7 +75,8 @@ def _package_threads(n):
 
 
 def calls():
-    """The timed calls: name -> (zero-argument callable, the context its rounds run in)."""
+    """The timed calls: name -> (zero-argument callable, a maker of the context its rounds run
+    in)."""
     rng = np.random.default_rng(0)
     C = rng.standard_normal((N_ROWS, WIDTH))
     out = np.empty(N_ROWS)
@@ -93,19 +93,21 @@ def calls():
     def section():
         tsml._normalise_rows_inplace(C)
 
-    none, on = contextlib.nullcontext, parallel.numba_threads
+    none = contextlib.nullcontext
+    on = {n: functools.partial(parallel.numba_threads, n) for n in (1, 2)}
+    package = {n: functools.partial(_package_threads, n) for n in (1, 2)}
     return {
-        "no-op Python call": (lambda: None, none()),
-        "get_threads": (metricfit.get_threads, none()),
-        "kernel_threads": (lambda: parallel.kernel_threads(n_blocks), none()),
-        "numba.get_num_threads": (numba.get_num_threads, none()),
-        "numba set + restore": (set_and_restore, none()),
-        "empty driver, 1 thread": (lambda: _empty_driver(out, n_blocks), on(1)),
-        "empty driver, 2 threads": (lambda: _empty_driver(out, n_blocks), on(2)),
-        "TSML section driver, 1 thread": (section_driver, on(1)),
-        "TSML section driver, 2 threads": (section_driver, on(2)),
-        "TSML section (launch), 1 thread": (section, _package_threads(1)),
-        "TSML section (launch), 2 threads": (section, _package_threads(2)),
+        "no-op Python call": (lambda: None, none),
+        "get_threads": (metricfit.get_threads, none),
+        "kernel_threads": (lambda: parallel.kernel_threads(n_blocks), none),
+        "numba.get_num_threads": (numba.get_num_threads, none),
+        "numba set + restore": (set_and_restore, none),
+        "empty driver, 1 thread": (lambda: _empty_driver(out, n_blocks), on[1]),
+        "empty driver, 2 threads": (lambda: _empty_driver(out, n_blocks), on[2]),
+        "TSML section driver, 1 thread": (section_driver, on[1]),
+        "TSML section driver, 2 threads": (section_driver, on[2]),
+        "TSML section (launch), 1 thread": (section, package[1]),
+        "TSML section (launch), 2 threads": (section, package[2]),
     }
 
 
@@ -131,12 +133,10 @@ def main(argv=None):
         parser.error("needs numba's threads at 2 or more (NUMBA_NUM_THREADS)")
     timed, steps = calls(), setups(args.setup)
     results = {(name, step): [] for name in timed for step, _ in steps}
-    for round_ in range(args.rounds):
-        for name, (call, around) in calls().items():  # fresh contexts each round
-            with around:
-                if round_ == 0:
-                    call()  # compile
-                for step, setup in steps:
+    for _ in range(args.rounds):
+        for name, (call, around) in timed.items():
+            with around():
+                for step, setup in steps:  # each timing's warm-up call compiles
                     results[name, step].append(_median_us(call, setup, args.repeats))
     halt = HALT_POLL.read_text().strip() if HALT_POLL.exists() else "not shown"
     print(f"metricfit threads {metricfit.get_threads()}, numba {numba.config.NUMBA_NUM_THREADS}"
