@@ -102,7 +102,6 @@ def _kernel(loss, dtype, n=4800, d=300, k=300):
 
     def run(repeats):
         from metricfit.losses import csml, ddml, ldml, tsml
-
         bench = _script("bench_gradients")
         X1, X2, s, A = bench.make_data(n, d, k, dtype, 0)
         if loss == "ldml":
@@ -139,12 +138,13 @@ def _kernel(loss, dtype, n=4800, d=300, k=300):
 
 
 def _kernel_index(loss="tsml", dtype="float64", n_points=2000, n_pairs=8192, k=300):
-    """Pass 2 of a linear loss over index pairs (the costs and scalars of the pairs, then the
-    scatter-add of their gradients onto the points); LDML: its distances and weights, then
-    the scatter of ``w_i delta_i``, on rows ``[X M, X]`` of width 2k."""
+    """Pass 2 of a linear loss over index pairs (costs and scalars of the pairs, then the
+    scatter-add of their gradients onto the points; LDML: distances and weights, then ``w_i
+    delta_i``, on rows ``[X M, X]`` of width 2k), on a kept IndexChunk as an objective runs it."""
 
     def run(repeats):
         from metricfit.losses import _index, csml, ddml, ldml, tsml
+        from metricfit.pairs.index import IndexChunk
 
         rng = np.random.default_rng(0)
         width = 2 * k if loss == "ldml" else k
@@ -152,7 +152,7 @@ def _kernel_index(loss="tsml", dtype="float64", n_points=2000, n_pairs=8192, k=3
         A = (rng.standard_normal((width, k)) * ((0.05 if loss == "ldml" else 1.0) / k ** 0.5)
              ).astype(dtype)
         E = np.empty((n_points, width), dtype=dtype)  # entries ~ N(0, 1) (LDML: 0.05^2)
-        index = rng.integers(0, n_points, size=(n_pairs, 2))
+        index = IndexChunk(rng.integers(0, n_points, size=(n_pairs, 2)))
         s = np.where(rng.random(n_pairs) < 0.5, 1.0, -1.0).astype(dtype)
         R = np.zeros((n_points, k), dtype=dtype)
 

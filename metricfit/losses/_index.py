@@ -40,7 +40,12 @@ scheduler.
 import numpy as np
 from numba import njit
 
-from ..pairs.index import check_index_pair_data, scatter_by_points, scatter_sides
+from ..pairs.index import (
+    check_index_pair_data,
+    pair_columns,
+    scatter_by_points,
+    scatter_sides,
+)
 from ..pairs.passes import make_passes
 from ._linear import CHUNK_SIZE, PreparedObjective
 from ._rows import grouped_sum, row_block, run_rows
@@ -84,7 +89,7 @@ def linear_pair_block(E, index, s, R, kernel, *kernel_args):
     summed in pair order, by blocks of :data:`PAIR_BLOCK` pairs as the serial kernel did: the
     result is the same bit for bit on any number of threads, and on both paths.
     """
-    first, second = np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
+    first, second = pair_columns(index)
     m = first.shape[0]
     out = np.empty(m)  # (m,) J_i
     extra = kernel.extra + tuple(kernel_args)
@@ -96,7 +101,7 @@ def linear_pair_block(E, index, s, R, kernel, *kernel_args):
     run_rows(passes.pair_rows, m, 2 * E.shape[1], E, first, second, s, *extra, out, W,
              driver=passes.pair_driver)
     scatter_by_points(passes.side_rows, first, second, R.shape[0], E, first, second, s, W, R,
-                      driver=passes.side_driver)
+                      driver=passes.side_driver, chunk=index)
     return (grouped_sum(out, PAIR_BLOCK),)
 
 

@@ -54,7 +54,7 @@ import numpy as np
 
 from ..pairs import check_points
 from ..pairs.checks import float_dtype
-from ..pairs.index import IndexPairs, scatter_by_points, score_index_pairs
+from ..pairs.index import IndexPairs, pair_columns, scatter_by_points, score_index_pairs
 from ..parallel import get_threads
 from ._index import check_index_pair_data, make_passes
 from ._ldml_kernels import (
@@ -309,7 +309,7 @@ def _index_pair_block(E, index, s, R, b):
     delta_i delta_i^T`` (:func:`index_weight_rows`, :func:`index_scatter_sides`): on every
     core, each row of R receiving its additions in pair order, the sums in pair order.
     """
-    first, second = np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
+    first, second = pair_columns(index)
     out = np.empty((first.shape[0], 2))  # (m, 2): J_i, w_i
     if get_threads() == 1:  # one pass, the rows of E read once a pair; the same bits
         index_weights_scatter(E, first, second, s, b, R, out)
@@ -317,7 +317,7 @@ def _index_pair_block(E, index, s, R, b):
     run_rows(index_weight_rows, first.shape[0], E.shape[1], E, first, second, s, b, out,
              driver=index_weight_rows_parallel)
     scatter_by_points(index_scatter_sides, first, second, R.shape[0], E, first, second, out, R,
-                      driver=index_scatter_sides_parallel)
+                      driver=index_scatter_sides_parallel, chunk=index)
     return ordered_sums2(out)
 
 

@@ -111,7 +111,21 @@ def scatter_sides(R, first, second, G1, G2, order, lo, hi):  # pragma: no cover 
                 R[q, j] += G2[i, j]
 
 
-def scatter_by_points(kernel, first, second, n_points, *args, driver=None):
+def sorted_sides(first, second, n_points, n_threads):
+    """``(order, cuts)``: the 2m sides sorted (stably) by ranges of points
+    (:func:`_sides_by_range`, :func:`point_ranges`), and cut at range boundaries into
+    ``n_threads`` runs holding about as many sides each (``cuts``, n_threads + 1)."""
+    m = first.shape[0]
+    starts, order = _sides_by_range(first, second, *point_ranges(n_points, 2 * m))
+    return order, _runs(starts, 2 * m, n_threads)
+
+
+def _runs(starts, n_sides, n_threads):
+    ranges = np.searchsorted(starts, np.arange(1, n_threads) * (n_sides / n_threads))
+    return np.concatenate([[0], starts[ranges], [n_sides]])  # side runs, at range boundaries
+
+
+def scatter_by_points(kernel, first, second, n_points, *args, driver=None, chunk=None):
     """Run a scatter-add ``kernel(*args, order, lo, hi)`` over the 2m sides of the pairs
     (``order[t]`` = 2i for point first[i], 2i + 1 for second[i]) on every core, with a result
     that does not depend on the thread count.
@@ -127,16 +141,86 @@ def scatter_by_points(kernel, first, second, n_points, *args, driver=None):
     the kernel's numba ``parallel=True`` twin (``kernel(*args, order, cuts[t], cuts[t + 1])``
     for each run t), runs the runs on numba's threads where
     :func:`metricfit.parallel.kernel_threads` allows; else the package pool does.
+    ``chunk``, the :class:`IndexChunk` of these pairs, keeps the sort from one call to the
+    next (it depends on the pairs alone).
     """
     m, n_threads = first.shape[0], get_threads()
     if n_threads <= 1 or m < 64:
         kernel(*args, np.arange(2 * m), 0, 2 * m)
         return
-    starts, order = _sides_by_range(first, second, *point_ranges(n_points, 2 * m))
-    ranges = np.searchsorted(starts, np.arange(1, n_threads) * (2 * m / n_threads))
-    cuts = np.concatenate([[0], starts[ranges], [2 * m]])  # side runs, at range boundaries
+    if isinstance(chunk, IndexChunk):
+        order, cuts = chunk.sorted_sides(n_points, n_threads)
+    else:
+        order, cuts = sorted_sides(first, second, n_points, n_threads)
     if not launch(driver, n_threads, *args, order, cuts):
         map_blocks(lambda b: kernel(*args, order, cuts[b.start], cuts[b.stop]), n_threads, 1)
+
+
+class IndexChunk(np.ndarray):
+    """A chunk of index pairs (m, 2) that keeps what pass 2 derives from the pairs alone,
+    so that an objective derives it once instead of at every evaluation:
+    :meth:`columns` (contiguous, no copy) and :meth:`sorted_sides` (the order in which
+    :func:`scatter_by_points` adds the sides on several threads).
+
+    A read-only view of its own C-ordered (2, m) int64 copy of the pairs: the pairs cannot
+    change under what was derived from them. Views and results of it keep nothing derived.
+    The sort is serial: on 8,192 pairs over 2,000 points it took 0.07 ms warm and 0.17-0.18
+    ms right after the pairs' kernel, plus 0.06 ms of Python around it, where the whole pass
+    took 2.6 ms at 2 threads.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricfit.pairs.index import IndexChunk
+    >>> chunk = IndexChunk(np.array([[0, 1], [2, 0], [1, 1]]))
+    >>> chunk.tolist(), [c.tolist() for c in chunk.columns()]
+    ([[0, 1], [2, 0], [1, 1]], [[0, 2, 1], [1, 0, 1]])
+    >>> order, cuts = chunk.sorted_sides(n_points=3, n_threads=2)
+    >>> order.tolist()  # point 0's sides, point 1's, point 2's
+    [0, 3, 1, 4, 5, 2]
+    >>> cuts.tolist()  # two runs, cut between points: points 0 and 1, point 2
+    [0, 5, 6]
+    >>> chunk.sorted_sides(3, 2)[0] is order  # made once
+    True
+    """
+
+    def __new__(cls, index):
+        columns = np.array(np.asarray(index).T, dtype=np.int64, order="C")  # (2, m), a copy
+        chunk = columns.T.view(cls)
+        chunk.flags.writeable = False
+        chunk._columns, chunk._sorted = columns, {}
+        return chunk
+
+    def __array_finalize__(self, obj):
+        self._columns = self._sorted = None
+
+    def columns(self):
+        """``(first, second)``: the pairs' two columns, contiguous and writeable int64 (numba
+        compiles its kernels once for them, read-only arrays being another type)."""
+        if self._columns is None:  # a view of a chunk
+            return pair_columns(np.asarray(self))
+        return self._columns[0], self._columns[1]
+
+    def sorted_sides(self, n_points, n_threads):
+        """:func:`sorted_sides` of the pairs, the sort made once for ``n_points``."""
+        first, second = self.columns()
+        if self._sorted is None:
+            return sorted_sides(first, second, n_points, n_threads)
+        if n_points not in self._sorted:
+            self._sorted[n_points] = (_sides_by_range(
+                first, second, *point_ranges(n_points, 2 * first.shape[0])), {})
+        (starts, order), runs = self._sorted[n_points]
+        if n_threads not in runs:
+            runs[n_threads] = _runs(starts, 2 * first.shape[0], n_threads)
+        return order, runs[n_threads]
+
+
+def pair_columns(index):
+    """``(first, second)``: the columns of (m, 2) index pairs as contiguous arrays (views of
+    an :class:`IndexChunk`'s own columns, else copies)."""
+    if isinstance(index, IndexChunk):
+        return index.columns()
+    return np.ascontiguousarray(index[:, 0]), np.ascontiguousarray(index[:, 1])
 
 
 def normalised_points(points, normalise):

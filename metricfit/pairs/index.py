@@ -28,6 +28,7 @@ Dask map-reduce (:mod:`metricfit.pairs._dask`) when the points or the index are 
 import numpy as np
 
 from ._index_pairs import (  # noqa: F401
+    IndexChunk,
     IndexPairs,
     NormalisedRows,
     _streamed,
@@ -39,6 +40,7 @@ from ._index_pairs import (  # noqa: F401
     map_pair_vectors,
     normalised_points,
     pair_blocks,
+    pair_columns,
     pairs_as_given,
     read_rows,
     scatter_add_rows,
@@ -54,6 +56,7 @@ __all__ = ["IndexPairs", "check_pair_input", "check_point_store", "check_index_p
 
 POINT_BLOCK_BYTES = 32 * 2**20  # rows of a point store read per block (~32 MB)
 CHUNK_SIZE = 8192  # pairs per chunk of every pass over pairs (vector or index; losses, mappings)
+KEPT_CHUNK_PAIRS = 1 << 23  # in-memory index pairs up to which SerialPasses keeps IndexChunks
 
 
 def row_blocks(n_rows, n_cols, itemsize, max_bytes=None):
@@ -230,6 +233,10 @@ class SerialPasses:
         self.points, self.index, self.labels, self.dtype = points, index, s, np.dtype(dtype)
         self.chunk_size = check_chunk_size(chunk_size)
         self.blocks = _point_blocks(points)
+        self._chunks = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_chunks": None}  # what the chunks derive is made again
 
     def run(self, theta, embed, pair_block, args, width, back=None):
         """``(totals, G)``: the sums ``pair_block`` returns over all chunks and the sum over
@@ -238,13 +245,24 @@ class SerialPasses:
         E = self._embed(theta, embed)  # pass 1
         R = np.zeros((self.points.shape[0], width), dtype=self.dtype)  # (n_points, width)
         totals = 0.0
-        for pairs in pair_blocks(self.index.shape[0], self.chunk_size):  # pass 2
-            index = np.asarray(self.index[pairs])  # (m, 2)
+        for pairs, index in self._pair_chunks():  # pass 2, index (m, 2)
             totals = np.add(totals, pair_block(E, index, self.labels[pairs], R, *args))
         G = 0.0
         for rows in self.blocks:  # pass 3
             G = G + back(R[rows], read_rows(self.points, rows, self.dtype), theta)
         return totals, G
+
+    def _pair_chunks(self):
+        """``(pairs, index)`` a chunk: in memory, up to :data:`KEPT_CHUNK_PAIRS` pairs, an
+        :class:`IndexChunk` made at the first run and kept (what pass 2 derives from the
+        pairs alone, e.g. the sort of their sides, is made once: 16 bytes a pair for the
+        chunk's copy, 16 more for the sort); else the pairs read again at every run."""
+        blocks = pair_blocks(self.index.shape[0], self.chunk_size)
+        if type(self.index) is not np.ndarray or self.index.shape[0] > KEPT_CHUNK_PAIRS:
+            return ((pairs, np.asarray(self.index[pairs])) for pairs in blocks)
+        if self._chunks is None:
+            self._chunks = [(pairs, IndexChunk(self.index[pairs])) for pairs in blocks]
+        return self._chunks
 
     def _embed(self, theta, embed):
         """``embed`` of every point (n_points, e), block by block (no copy for one block)."""
