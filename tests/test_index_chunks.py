@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import metricfit
-from metricfit.losses import ldml, tsml
+from metricfit.losses import _index, csml, ddml, ldml, tsml
 from metricfit.pairs import _index_pairs
 from metricfit.pairs.index import IndexChunk, SerialPasses
 
@@ -60,7 +60,8 @@ def test_the_sort_is_made_once_for_every_thread_count(monkeypatch):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_an_objective_sorts_once_and_keeps_its_bits_on_any_thread_count(monkeypatch, dtype):
     """The kept chunks give the bits of a fresh objective at 1, 2 and 3 threads, in any order
-    of the counts (the runs of sides are cut again for each count; the sort is not)."""
+    of the counts (the runs of sides are cut again for each count; the sort is not), and one
+    thread reads the kept sort too."""
     points, index, s = _data()
     points = points.astype(dtype)
     A = np.random.default_rng(2).standard_normal((4, 6)).astype(dtype)
@@ -75,7 +76,12 @@ def test_an_objective_sorts_once_and_keeps_its_bits_on_any_thread_count(monkeypa
         with metricfit.threads(n):
             J, G = f(A)
         assert J == expected[n][0] and G.tobytes() == expected[n][1].tobytes(), n
-    assert calls == [256, 256, 188]  # one sort a chunk, at the first run on several threads
+    assert calls == [256, 256, 188]  # one sort a chunk, at the first run
+    g = tsml.index_objective(points, index, s, lam=0.1, chunk_size=256)
+    with metricfit.threads(1):  # one thread adds the sides in the kept order too
+        J, G = g(A)
+        assert g(A)[1].tobytes() == G.tobytes()
+    assert calls[3:] == [256, 256, 188] and G.tobytes() == expected[1][1].tobytes()
 
 
 def test_ldml_over_index_pairs_uses_the_kept_sort(monkeypatch):
@@ -109,3 +115,21 @@ def test_chunks_are_kept_for_pairs_in_memory_only(tmp_path, monkeypatch):
     monkeypatch.setattr("metricfit.pairs.index.KEPT_CHUNK_PAIRS", 500)
     many = SerialPasses(points, index, s, np.float64, chunk_size=256)
     assert not any(isinstance(c, IndexChunk) for _, c in many._pair_chunks())
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("loss", ["tsml", "csml", "ddml"])
+def test_a_chunk_and_a_plain_index_give_the_same_bits(loss, n_threads):
+    """Pass 2 on a kept chunk (its sides added in the sorted order, one thread included)
+    against the plain (m, 2) array (pair order on one thread, sorted afresh on two)."""
+    kernel = {"tsml": tsml._embedding_grad_inplace, "csml": csml._embedding_grad_inplace,
+              "ddml": ddml._bind(3.0, 1.0)}[loss]
+    points, index, s = _data(seed=4)
+    E = points @ np.random.default_rng(5).standard_normal((6, 6))
+    results = []
+    for pairs in (index, IndexChunk(index)):
+        R = np.zeros_like(E)
+        with metricfit.threads(n_threads):
+            J = _index.linear_pair_block(E, pairs, s, R, kernel)
+        results.append((J, R.tobytes()))
+    assert results[0] == results[1]
