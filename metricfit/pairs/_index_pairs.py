@@ -163,7 +163,7 @@ class IndexChunk(np.ndarray):
     """A chunk of index pairs (m, 2) that keeps what pass 2 derives from the pairs alone,
     so that an objective derives it once instead of at every evaluation:
     :meth:`columns` (contiguous, no copy) and :meth:`sorted_sides` (the order in which
-    :func:`scatter_by_points` adds the sides on several threads).
+    :func:`scatter_by_points` adds the sides, and its runs for each thread count).
 
     A read-only view of its own C-ordered (2, m) int64 copy of the pairs: the pairs cannot
     change under what was derived from them. Views and results of it keep nothing derived.
