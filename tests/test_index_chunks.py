@@ -133,3 +133,17 @@ def test_a_chunk_and_a_plain_index_give_the_same_bits(loss, n_threads):
             J = _index.linear_pair_block(E, pairs, s, R, kernel)
         results.append((J, R.tobytes()))
     assert results[0] == results[1]
+
+
+def test_a_view_of_a_chunk_is_not_sorted_on_one_thread(monkeypatch):
+    """A view keeps nothing: one thread adds its sides in pair order instead of sorting
+    them at every call (the same bits)."""
+    points, index, s = _data(seed=6)
+    E = points @ np.random.default_rng(7).standard_normal((6, 6))
+    view = IndexChunk(index)[:300]
+    calls = _count_sorts(monkeypatch)
+    R, R0 = np.zeros_like(E), np.zeros_like(E)
+    with metricfit.threads(1):
+        J = _index.linear_pair_block(E, view, s[:300], R, tsml._embedding_grad_inplace)
+        J0 = _index.linear_pair_block(E, index[:300], s[:300], R0, tsml._embedding_grad_inplace)
+    assert calls == [] and J == J0 and R.tobytes() == R0.tobytes()

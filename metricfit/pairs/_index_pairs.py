@@ -148,7 +148,7 @@ def scatter_by_points(kernel, first, second, n_points, *args, driver=None, chunk
     next (it depends on the pairs alone).
     """
     m, n_threads = first.shape[0], get_threads()
-    kept = isinstance(chunk, IndexChunk) and m >= 64
+    kept = isinstance(chunk, IndexChunk) and chunk._sorted is not None and m >= 64  # not a view
     if n_threads <= 1 or m < 64:
         order = chunk.sorted_sides(n_points, 1)[0] if kept else np.arange(2 * m)
         kernel(*args, order, 0, 2 * m)
