@@ -184,6 +184,7 @@ def test_numba_drivers_give_the_pools_numbers(threads, monkeypatch):
         np.testing.assert_array_equal(default, want)
     ran = {driver for driver, _ in filter(None, launched)}
     assert _drivers.lenet_forward_spans in ran and _drivers.subsample_backward_spans in ran
+    assert _drivers.dense_forward_spans in ran  # C5 on 48 images: 48 x 1125 x 250 > GEMM_SPLIT
     stages = {args[1] for driver, args in filter(None, launched)
               if driver is _drivers.conv_backward_spans}
     assert stages == ({_drivers.BLOCKS} if threads == 3 else {_drivers.IMAGES, _drivers.WEIGHTS})

@@ -3,7 +3,8 @@ r"""numba ``parallel=True`` drivers of the convnet's fixed work units: the spans
 
 Each driver is a ``prange`` over the spans ``starts[k] .. stops[k] - 1`` of one pass, calling on
 each span the same serial kernel that the package's pool of Python threads calls (one unit per
-image; one per (image block, output map); one per image block). The units, the spans and each
+image; one per (image block, output map); one per image block; a block of C5's forward
+product, :mod:`._dense_kernels`). The units, the spans and each
 kernel's arithmetic are those of the pool, so a driver's result is the pool's, bit for bit, on
 any number of threads (``tests/test_cnn_threads.py``). Why: on the pool every span is a turn at
 the GIL and every pass a wake-up of each thread (358 microseconds for 16 threads on a 16-core
@@ -31,11 +32,12 @@ from numba import njit, prange
 
 from ._conv_kernels import conv2d_forward_into
 from ._conv_units import conv2d_backward_images, conv2d_weight_units
+from ._dense_kernels import dense_forward_units
 from ._subsample_kernels import subsample_backward_units, subsample_forward_into
 
 __all__ = ["ConvUnits", "SubsampleUnits", "conv_forward_spans", "subsample_forward_spans",
            "lenet_forward_spans", "conv_backward_spans", "subsample_backward_spans", "BLOCKS",
-           "IMAGES", "WEIGHTS"]
+           "IMAGES", "WEIGHTS", "dense_forward_spans"]
 
 
 class ConvUnits(NamedTuple):
@@ -171,3 +173,10 @@ def subsample_backward_spans(means, coef, dY, Y, sh, sw, dX, block, dcoef, dbias
     for k in prange(starts.shape[0]):
         subsample_backward_units(means, coef, dY, Y, sh, sw, dX, block, starts[k], stops[k],
                                  dcoef, dbias)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def dense_forward_spans(X, W, b, Y, starts, stops):  # pragma: no cover (compiled)
+    """:func:`._dense_kernels.dense_forward_units` on each span."""
+    for k in prange(starts.shape[0]):
+        dense_forward_units(X, W, b, Y, starts[k], stops[k])

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _drivers, _kernels
 from ._conv_units import conv2d_backward_images, conv2d_weight_units, weight_unit_costs
+from ._dense_kernels import BLOCK_OUT, dense_forward_units, forward_unit_count
 from ._workspace import empty, zeros
 from .activations import tanh_backward, tanh_forward
 from .threads import CHUNK, blas_single_threaded, get_num_threads, map_chunks, map_spans
@@ -29,8 +30,7 @@ __all__ = ["Conv2D", "Subsample", "Dense", "Tanh", "lenet_table", "dense_forward
            "dense_backward", "tanh_backward"]
 
 
-GEMM_SPLIT = 2 ** 22  # multiply-adds from which a dense layer's GEMMs run in fixed blocks
-BLOCK_OUT = 32  # output features per unit of the forward product and of the weight gradient
+GEMM_SPLIT = 2 ** 22  # multiply-adds from which a dense layer's GEMMs run in fixed units
 BLOCK_IN = 144  # input features (columns) per unit of the input gradient
 
 
@@ -42,25 +42,24 @@ def _units(size, block):
 def dense_forward(X, W, b):
     """``Y = X W^T + b`` for X (n, d_in), W (d_out, d_in), b (d_out,).
 
-    From ``GEMM_SPLIT`` multiply-adds (C5 on a batch) the product runs as fixed units of
-    ``BLOCK_OUT`` output features, ``Y[:, J] = X W[J]^T + b[J]``, on the layer threads
-    (:func:`.threads.map_spans`; BLAS on one thread, :func:`.threads.blas_single_threaded`):
-    each entry is the dot product of one BLAS call whatever the thread count. (BLAS's own
-    threads would do, but OpenBLAS rounds float32 GEMMs differently on 1 and 2 threads.)
+    From ``GEMM_SPLIT`` multiply-adds (C5 on a batch) the product runs as the fixed units of
+    :func:`._dense_kernels.dense_forward_units` (blocks of ``ROWS`` images by ``BLOCK_OUT``
+    outputs, one BLAS product each on one thread) on the layer threads (numba's, through
+    :func:`._drivers.dense_forward_spans`, from ``DRIVER_MIN_THREADS``): each entry is the dot
+    product of one BLAS call whatever the thread count. (BLAS's own threads would do, but
+    OpenBLAS rounds float32 GEMMs differently on 1 and 2 threads.)
     """
     n, d_in = X.shape
     d_out = W.shape[0]
-    if n * d_in * d_out < GEMM_SPLIT:
+    dtype = np.result_type(X, W, b)
+    if n * d_in * d_out < GEMM_SPLIT or dtype not in (np.float32, np.float64):
         return X @ W.T + b  # (n, d_out)
-    Y = np.empty((n, d_out), np.result_type(X, W, b))
-    blocks = _units(d_out, BLOCK_OUT)
-
-    def run(u0, u1):
-        for J in blocks[u0:u1]:
-            Y[:, J] = X @ W[J].T + b[J]
-
+    X, W, b = (np.ascontiguousarray(a, dtype=dtype) for a in (X, W, b))
+    Y = np.empty((n, d_out), dtype)
     with blas_single_threaded():  # (a no-op inside ConvNetwork's passes, which hold it)
-        map_spans(run, np.ones(len(blocks)))
+        map_spans(lambda u0, u1: dense_forward_units(X, W, b, Y, u0, u1),
+                  np.ones(forward_unit_count(n, d_out)), _drivers.dense_forward_spans,
+                  (X, W, b, Y))
     return Y
 
 

@@ -6,8 +6,9 @@ releases the GIL), so threads run them side by side on slices of one batch, with
 numba ``parallel=True`` driver (:mod:`._drivers`: one launch from compiled code; 1.25x faster
 training steps than the pool at 16 threads on a Xeon, level at 1, 4 and 8 there and on 2 cores)
 from :data:`DRIVER_MIN_THREADS` threads, where :func:`metricfit.parallel.kernel_threads`
-allows; else, and for the dense layers' GEMM units, Python threads of a pool run them. The
-GEMMs of C5 and F6 (a few milliseconds) run between the threaded sections;
+allows (C5's forward units too, :mod:`._dense_kernels`); else, and for the dense layers'
+backward GEMM units, Python threads of a pool run them. The GEMMs run between the threaded
+sections;
 :func:`blas_single_threaded` keeps BLAS on one thread around a whole pass, because OpenBLAS's
 idle workers spin after each GEMM and take the cores from the kernel threads (measured, 64
 pairs, 2 threads: 157-161 ms per training step with OpenBLAS on 2 threads, 117-122 ms with it

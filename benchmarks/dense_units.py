@@ -1,0 +1,100 @@
+"""C5's forward product on a training batch, measured in one process: its units on numba's
+threads (:mod:`metricfit.cnn._dense_kernels`, now) against NumPy's column blocks on the pool of
+Python threads (before) and against the same units on the pool, at 1 and 2 threads.
+
+C5 of seed 000's network on a batch of 64 pairs: X (128, 1125) from S4, W (250, 1125), float32
+(as ``bench_cnn.py``). The forms and thread counts alternate call by call in one process (this
+project's 2-core machine drifts by 30% between processes), BLAS held at one thread as in the
+network's passes. Also checked: each form gives the same bits on 1 and 2 threads, and the two
+forms agree to float32 rounding.
+
+    python benchmarks/dense_units.py [--repeats 101] [--dtype float32]
+
+Run it with ``NUMBA_NUM_THREADS`` and ``METRICFIT_NUM_THREADS`` at 2 or more. Prints the median
+ms of each form at each thread count, the speed-up at 2 threads and the BLAS libraries
+(threadpoolctl).
+"""
+
+import argparse
+import os
+import time
+
+import metricfit  # noqa: F401  (first, before numpy: OpenBLAS's idle spin, metricfit._blas_env)
+
+# isort: split
+import numpy as np
+from threadpoolctl import threadpool_info
+
+from metricfit.cnn import num_threads
+from metricfit.cnn.layers import dense_forward
+from metricfit.cnn.threads import blas_single_threaded, map_spans
+
+N_IMAGES, D_IN, D_OUT, BLOCK = 128, 1125, 250, 32
+
+
+def before(X, W, b):
+    """The form before: ``Y[:, J] = X W[J]^T + b[J]`` by blocks J of 32 outputs, NumPy's matmul
+    on the pool (:func:`metricfit.cnn.threads.map_spans` without a driver)."""
+    Y = np.empty((X.shape[0], W.shape[0]), X.dtype)
+    blocks = [slice(a, min(a + BLOCK, W.shape[0])) for a in range(0, W.shape[0], BLOCK)]
+
+    def run(u0, u1):
+        for J in blocks[u0:u1]:
+            Y[:, J] = X @ W[J].T + b[J]
+
+    map_spans(run, np.ones(len(blocks)))
+    return Y
+
+
+def units_on_the_pool(X, W, b):
+    """Now's units on the pool of Python threads (``METRICFIT_KERNEL_THREADS=pool``, read at
+    each call)."""
+    os.environ["METRICFIT_KERNEL_THREADS"] = "pool"
+    try:
+        return dense_forward(X, W, b)
+    finally:
+        del os.environ["METRICFIT_KERNEL_THREADS"]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=101)
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(0)
+    X = np.tanh(rng.standard_normal((N_IMAGES, D_IN))).astype(args.dtype)
+    W = (rng.standard_normal((D_OUT, D_IN)) / D_IN ** 0.5).astype(args.dtype)
+    b = rng.standard_normal(D_OUT).astype(args.dtype)
+    forms = {"before (NumPy blocks, pool)": before, "now (units, numba driver)": dense_forward,
+             "now's units on the pool": units_on_the_pool}
+    times = {(form, n): [] for form in forms for n in (1, 2)}
+    with blas_single_threaded():
+        results = {}
+        for (form, n) in times:
+            with num_threads(n):
+                results[form, n] = forms[form](X, W, b)
+        for form in forms:
+            assert np.array_equal(results[form, 1], results[form, 2]), form
+        gap = np.abs(results[list(forms)[0], 1] - results[list(forms)[1], 1]).max()
+        for _ in range(args.repeats):
+            for (form, n) in times:
+                with num_threads(n):
+                    t0 = time.perf_counter()
+                    forms[form](X, W, b)
+                    times[form, n].append(time.perf_counter() - t0)
+        blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
+    print(f"C5 forward, {N_IMAGES} x {D_IN} -> {D_OUT}, {args.dtype}, median of "
+          f"{args.repeats}, ms (the same bits on 1 and 2 threads: yes; before vs now: "
+          f"max |difference| {gap:.1e})")
+    print("| form | 1 thread | 2 threads | speed-up |")
+    print("|---|---|---|---|")
+    for form in forms:
+        one, two = (1e3 * float(np.median(times[form, n])) for n in (1, 2))
+        print(f"| {form} | {one:.3f} | {two:.3f} | {one / two:.2f} |")
+    print("BLAS, as the forms ran: " + "; ".join(
+        f"{i['internal_api']} {i.get('version')} {i['filepath'].rsplit('/', 1)[-1]} "
+        f"({i['num_threads']} threads)" for i in blas))
+
+
+if __name__ == "__main__":
+    main()
