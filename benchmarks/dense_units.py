@@ -1,17 +1,19 @@
 """C5's forward product on a training batch, measured in one process: its units on numba's
 threads (:mod:`metricfit.cnn._dense_kernels`, now) against NumPy's column blocks on the pool of
-Python threads (before) and against the same units on the pool, at 1 and 2 threads.
+Python threads (before) and against the same units on the pool, at 1 and 2 threads (or
+``--threads``).
 
 C5 of seed 000's network on a batch of 64 pairs: X (128, 1125) from S4, W (250, 1125), float32
 (as ``bench_cnn.py``). The forms and thread counts alternate call by call in one process (this
 project's 2-core machine drifts by 30% between processes), BLAS held at one thread as in the
-network's passes. Also checked: each form gives the same bits on 1 and 2 threads, and the two
-forms agree to float32 rounding.
+network's passes. Also checked: each form gives the same bits on every thread count, and the
+two forms agree to float32 rounding. The driver runs from ``DRIVER_MIN_THREADS`` threads (12):
+on fewer, "now" runs on the pool too (``METRICFIT_KERNEL_THREADS=numba`` forces the driver).
 
-    python benchmarks/dense_units.py [--repeats 101] [--dtype float32]
+    python benchmarks/dense_units.py [--repeats 101] [--dtype float32] [--threads 1 2]
 
-Run it with ``NUMBA_NUM_THREADS`` and ``METRICFIT_NUM_THREADS`` at 2 or more. Prints the median
-ms of each form at each thread count, the speed-up at 2 threads and the BLAS libraries
+Run it with ``NUMBA_NUM_THREADS`` and ``METRICFIT_NUM_THREADS`` at the most threads asked for.
+Prints the median ms of each form at each thread count, the speed-up and the BLAS libraries
 (threadpoolctl).
 """
 
@@ -49,33 +51,42 @@ def before(X, W, b):
 def units_on_the_pool(X, W, b):
     """Now's units on the pool of Python threads (``METRICFIT_KERNEL_THREADS=pool``, read at
     each call)."""
+    setting = os.environ.get("METRICFIT_KERNEL_THREADS")
     os.environ["METRICFIT_KERNEL_THREADS"] = "pool"
     try:
         return dense_forward(X, W, b)
     finally:
-        del os.environ["METRICFIT_KERNEL_THREADS"]
+        if setting is None:
+            del os.environ["METRICFIT_KERNEL_THREADS"]
+        else:
+            os.environ["METRICFIT_KERNEL_THREADS"] = setting
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=101)
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args(argv)
+    counts = sorted(set(args.threads))
     rng = np.random.default_rng(0)
     X = np.tanh(rng.standard_normal((N_IMAGES, D_IN))).astype(args.dtype)
     W = (rng.standard_normal((D_OUT, D_IN)) / D_IN ** 0.5).astype(args.dtype)
     b = rng.standard_normal(D_OUT).astype(args.dtype)
-    forms = {"before (NumPy blocks, pool)": before, "now (units, numba driver)": dense_forward,
+    forms = {"before (NumPy blocks, pool)": before,
+             "now (units; driver from 12 threads)": dense_forward,
              "now's units on the pool": units_on_the_pool}
-    times = {(form, n): [] for form in forms for n in (1, 2)}
+    times = {(form, n): [] for form in forms for n in counts}
     with blas_single_threaded():
         results = {}
         for (form, n) in times:
             with num_threads(n):
                 results[form, n] = forms[form](X, W, b)
         for form in forms:
-            assert np.array_equal(results[form, 1], results[form, 2]), form
-        gap = np.abs(results[list(forms)[0], 1] - results[list(forms)[1], 1]).max()
+            assert all(np.array_equal(results[form, n], results[form, counts[0]])
+                       for n in counts), form
+        first, now = (results[form, counts[0]] for form in list(forms)[:2])
+        gap = np.abs(first - now).max()
         for _ in range(args.repeats):
             for (form, n) in times:
                 with num_threads(n):
@@ -84,13 +95,13 @@ def main(argv=None):
                     times[form, n].append(time.perf_counter() - t0)
         blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
     print(f"C5 forward, {N_IMAGES} x {D_IN} -> {D_OUT}, {args.dtype}, median of "
-          f"{args.repeats}, ms (the same bits on 1 and 2 threads: yes; before vs now: "
+          f"{args.repeats}, ms (the same bits on {counts} threads: yes; before vs now: "
           f"max |difference| {gap:.1e})")
-    print("| form | 1 thread | 2 threads | speed-up |")
-    print("|---|---|---|---|")
+    print("| form | " + " | ".join(f"{n} thr" for n in counts) + " | speed-up, most / fewest |")
+    print("|---|" + "---|" * (len(counts) + 1))
     for form in forms:
-        one, two = (1e3 * float(np.median(times[form, n])) for n in (1, 2))
-        print(f"| {form} | {one:.3f} | {two:.3f} | {one / two:.2f} |")
+        ms = [1e3 * float(np.median(times[form, n])) for n in counts]
+        print(f"| {form} | " + " | ".join(f"{m:.3f}" for m in ms) + f" | {ms[0] / ms[-1]:.2f} |")
     print("BLAS, as the forms ran: " + "; ".join(
         f"{i['internal_api']} {i.get('version')} {i['filepath'].rsplit('/', 1)[-1]} "
         f"({i['num_threads']} threads)" for i in blas))
