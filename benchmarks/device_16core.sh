@@ -8,10 +8,12 @@
 #      and for plain x86-64 ("generic", the slow reference);
 #   3. the scaling table at COUNTS (default 1 4 16) under the fastest of as-is / host / v4,
 #      named in the log: the linear objectives, convnet, descriptors, NCA, PLDA;
-#   4. torch CPU's convnet at COUNTS; the machine's ceiling (ceiling.py) and each descriptor at
-#      COUNTS.
-# Each step has its own time limit (the sum stays under 9 minutes); a failing step does not stop
-# the others. Logs and JSON land in $OUT (default ./device_out).
+#   4. C5's forward blocks at COUNTS (dense_units.py); torch CPU's convnet at COUNTS; the
+#      machine's ceiling (ceiling.py) and each descriptor at COUNTS.
+# Each step has its own time limit; a failing step does not stop the others. The limits add up
+# to 655 s, over the device's 600 s a command: where every step ran to its limit the last one
+# (descriptors) would be cut (SCALING_LIMIT=150 keeps the sum under). Logs and JSON land in
+# $OUT (default ./device_out).
 #
 #     OUT=/tmp/out bash benchmarks/device_16core.sh
 #     COUNTS="1 2" OUT=/tmp/out bash benchmarks/device_16core.sh   # a dry run on 2 cores
@@ -73,6 +75,11 @@ step scaling "${SCALING_LIMIT:-210}" env ${SETTING[$BEST]} NUMBA_CACHE_DIR="$CAC
     convnet_inference descriptors nca_iteration plda_em --repeats 5 --timeout 65 \
     --json "$OUT/scaling.json" --markdown "$OUT/scaling.md"
 cat "$OUT/scaling.md" >>"$LOG" 2>/dev/null
+# C5's forward product in 64 blocks (on numba's driver from 12 threads) against the 8 NumPy
+# blocks it replaced (docs/results/timing.md, "C5's forward product in 64 fixed blocks")
+# shellcheck disable=SC2086
+step dense 20 env ${SETTING[$BEST]} NUMBA_CACHE_DIR="$CACHES/$BEST" python3 \
+    benchmarks/dense_units.py --threads $COUNTS
 # 4. torch at the same counts; the machine's ceiling; each descriptor at each count
 step torch 40 python3 -c "
 import sys; sys.path.insert(0, 'benchmarks')
