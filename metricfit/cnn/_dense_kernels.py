@@ -13,11 +13,12 @@ on the 2-core machine C5's forward product (128 images, 1125 -> 250) took 0.80 i
 1.01 ms on one thread in float32, 1.49 instead of 1.95 in float64, and about 20% less on two
 (``benchmarks/dense_units.py``; docs/results/timing.md). They are 64 units instead of 8, so
 that 16 threads have work. From :data:`.threads.DRIVER_MIN_THREADS` threads they run on a
-numba driver (:func:`._drivers.dense_forward_spans`); on 2 threads driver and pool were level
-(``METRICFIT_KERNEL_THREADS=numba`` against the pool: 0.562 / 0.561 ms in float32). The backward products stay NumPy's by blocks on the pool
-(:func:`.layers.dense_backward`): as units of numba's ``np.dot`` (rows of dW, rows of dX) they
-took 2.5 ms a training step on one thread against NumPy's 1.8 (small row blocks of dX repack
-all of W in each product).
+numba driver (:func:`._drivers.dense_forward_spans`). On 2 threads driver and pool were level
+(``METRICFIT_KERNEL_THREADS=numba`` against the pool: 0.562 / 0.561 ms in float32).
+
+The backward products stay NumPy's by blocks on the pool (:func:`.layers.dense_backward`): as
+units of numba's ``np.dot`` (rows of dW, rows of dX) they took 2.5 ms a training step on one
+thread against NumPy's 1.8 (small row blocks of dX repack all of W in each product).
 """
 
 import numpy as np
