@@ -30,13 +30,9 @@ BLOCK_OUT = 32  # output features per unit of the forward product
 __all__ = ["ROWS", "BLOCK_OUT", "forward_unit_count", "dense_forward_units"]
 
 
-def _blocks(size, block):
-    return -(-size // block)
-
-
 def forward_unit_count(n, d_out):
     """Units of :func:`dense_forward_units` for a batch of ``n`` and ``d_out`` outputs."""
-    return _blocks(n, ROWS) * _blocks(d_out, BLOCK_OUT)
+    return -(-n // ROWS) * -(-d_out // BLOCK_OUT)
 
 
 @njit(cache=True, nogil=True)
@@ -44,7 +40,7 @@ def dense_forward_units(X, W, b, Y, u0, u1):  # pragma: no cover (compiled)
     """Units ``u0 .. u1 - 1`` of ``Y = X W^T + b``: ``Y[I, J] = X[I] W[J]^T + b[J]`` (all
     C-contiguous, one dtype)."""
     n, d_out = Y.shape
-    n_col = (d_out + BLOCK_OUT - 1) // BLOCK_OUT
+    n_col = -(-d_out // BLOCK_OUT)
     for u in range(u0, u1):
         i0 = (u // n_col) * ROWS
         j0 = (u % n_col) * BLOCK_OUT
