@@ -171,6 +171,7 @@ def test_the_compiled_code_fuses_exactly_where_the_target_can():
 #: the features of a Haswell core are named: AVX2 and FMA, 16 vector registers
 HASWELL = "+64bit,+avx,+avx2,+fma,+sse4.2,+popcnt,+cx16,+f16c,+bmi,+bmi2,+lzcnt,+movbe,+fxsr"
 GABOR_TESTS = Path(__file__).with_name("test_gabor_separable.py")
+ROWS_TESTS = Path(__file__).with_name("test_conv_rows.py")  # the convolution's row blocks
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86-64 targets")
@@ -178,8 +179,9 @@ GABOR_TESTS = Path(__file__).with_name("test_gabor_separable.py")
                                                 ("generic", None, False)])
 def test_the_intrinsics_compiled_for_another_target(cpu, features, fma, tmp_path):
     """haswell: FMA, 16 vector registers (the narrow blocks, eight taps in two passes);
-    generic: no FMA (multiply, then add). The tests above and the Gabor passes' (the pair
-    intrinsic against its plain twin and the FFT), in a child compiled for it."""
+    generic: no FMA (multiply, then add). The tests above, the Gabor passes' (the pair
+    intrinsic against its plain twin and the FFT) and the convolution's row blocks against the
+    flat ones (blocks of two rows on AVX2), in a child compiled for it."""
     env = dict(os.environ, NUMBA_CPU_NAME=cpu, NUMBA_CACHE_DIR=str(tmp_path))
     env.pop("NUMBA_CPU_FEATURES", None)
     if features is not None:
@@ -192,6 +194,7 @@ def test_the_intrinsics_compiled_for_another_target(cpu, features, fma, tmp_path
     assert seen.stdout.split() == [str(fma), "False"], seen.stdout + seen.stderr[-2000:]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
-         str(GABOR_TESTS), "-k", "not another_target and (not gabor or plain_correlation or "
-         "fft_reference)"], env=env, capture_output=True, text=True, timeout=600)
+         str(GABOR_TESTS), str(ROWS_TESTS), "-k", "not another_target and (not gabor or "
+         "plain_correlation or fft_reference) and not pass_is and not gradient_is"], env=env,
+        capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

@@ -17,7 +17,7 @@ from numba import njit
 
 from .._simd import multiply_add
 
-__all__ = ["tanh32", "squash_into", "TANH32_CLAMP"]
+__all__ = ["tanh32", "squash_into", "write_output", "TANH32_CLAMP"]
 
 _F32 = np.float32
 TANH32_CLAMP = _F32(7.90531110763549805)  # tanh32 of it rounds to < 1 in float32
@@ -67,3 +67,13 @@ def squash_into(src, bias, dst, squash):  # pragma: no cover (compiled)
     else:
         for p in range(n):
             dst[p] = np.tanh(src[p] + bias)
+
+
+@njit(cache=True, nogil=True)
+def write_output(acc, bias, out, Y_map, w, squash):  # pragma: no cover (compiled)
+    """``Y_map = tanh(acc + bias)`` (or without tanh) from the flat grid ``acc`` of row width w:
+    one pass over the grid, wrap-around columns included, then its rows copied out."""
+    ho, wo = Y_map.shape
+    squash_into(acc, bias, out, squash)
+    for r in range(ho):
+        Y_map[r] = out[r * w:r * w + wo]

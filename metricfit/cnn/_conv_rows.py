@@ -1,0 +1,278 @@
+r"""The convolution's correlation in blocks of output rows, as numba intrinsics (issue 27).
+
+:func:`metricfit._simd.correlate_sources` keeps a block of one output's *flat* positions in
+vector registers and, for every tap, loads the source vectors under it: one unaligned vector
+load (on AVX-512 nearly always split across two cache lines) for every vector multiply-add, so
+the loop is bound by its loads, at about a third of the core's multiply-add rate on a Xeon.
+
+Here the block is ``R`` output *rows* by ``V`` column vectors. Output row ``r`` reads source rows
+``r + u`` for the kernel's rows ``u < k_h``, so one loaded source vector at row ``r0 + s``
+serves the rows ``j = s - u`` of the block that read it, up to ``R`` multiply-adds instead of
+one, and each broadcast tap serves the ``V`` column vectors (two or three images, or a row's
+vectors). Per output element the sums run in :func:`~metricfit._simd.correlate_sources`'
+order (source after source, then tap ``t = u k_w + v`` after tap: rows ``s`` ascending, columns
+``v`` ascending within a row), one fused multiply-add per product: **the same bits**.
+
+The loop over ``s`` has three parts, so that every ``j`` in the code has its taps (``0 <= s - j
+< k_h``) without a test: rows ``s < R - 1`` (written out: rows ``j <= s``), rows ``R - 1 <= s <
+k_h`` (a loop: every row of the block) and rows ``k_h <= s < k_h + R - 1`` (written out: rows
+``j > s - k_h``). That needs ``R <= k_h``; smaller kernels, or fewer output rows than ``R``,
+take blocks of one row (the same sums). The last block of rows overlaps the one before it and
+writes the same values again.
+
+A column vector ``b`` adds ``src_cols[b]`` to the source's starts and ``out_cols[b]`` to the
+output's: the caller chooses vectors of a row (the last one overlapping the one before) or the
+same columns of other images. Every lane is loaded and stored: the caller makes sure that each
+index is in bounds (a lane past a row's last valid column reads the next row and writes a
+column that is discarded).
+"""
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .._simd import (
+    VECTOR_BYTES,
+    _float_arrays,
+    _load_vector,
+    _multiply_add,
+    _splat,
+    _vector_types,
+    wide_registers,
+)
+from ._squash import write_output
+
+__all__ = ["ROWS", "NARROW_ROWS", "SPARE_LANES", "column_starts", "correlate_columns",
+           "few_spare_lanes", "forward_by_rows", "input_grad_by_rows", "correlate_rows_1",
+           "correlate_rows_2", "correlate_rows_3", "rows_per_block"]
+
+ROWS = 6  # output rows a block where the target has 32 vector registers (AVX-512)
+NARROW_ROWS = 2  # with 16 (AVX2): 2 rows x 3 vectors x 2 registers a 64-byte vector
+
+
+def rows_per_block(context):
+    """Output rows a block, ``R``: :data:`ROWS` with 32 vector registers, else
+    :data:`NARROW_ROWS`. (Blocks of ``R - 1`` rows where they compute fewer rows, C3's 20
+    rows in 4 blocks of 5 instead of 24, were no faster: 10.98 against 10.86 ms a batch.)"""
+    return ROWS if wide_registers(context) else NARROW_ROWS
+
+
+def _make_correlate_rows(n_cols):
+    """An intrinsic correlating blocks of ``R`` output rows by ``n_cols`` column vectors."""
+
+    def correlate_rows(typingctx, src, src_starts, taps, tap_starts, kh, kw, w_src, n_rows,
+                       src_cols, out, out_start, w_out, out_cols):
+        if not _float_arrays(src, taps, out):
+            return None
+        sig = types.void(src, src_starts, taps, tap_starts, kh, kw, w_src, n_rows, src_cols,
+                         out, out_start, w_out, out_cols)
+
+        def codegen(context, builder, signature, args):
+            item, itemsize, lanes, vec, vec_ptr, intp = _vector_types(context, src.dtype)
+            arys = {i: context.make_array(signature.args[i])(context, builder, args[i])
+                    for i in (0, 1, 2, 3, 8, 9, 12)}
+            src_arr, taps_arr, out_arr = arys[0], arys[2], arys[9]
+            kh_, kw_, w_src_, n_rows_, out0, w_out_ = (
+                context.cast(builder, args[i], signature.args[i], types.intp)
+                for i in (4, 5, 6, 7, 10, 11))
+            n_src = cgutils.unpack_tuple(builder, arys[1].shape, 1)[0]
+            zero = ir.Constant(vec, [ir.Constant(item, 0.0)] * lanes)
+            const = lambda value: ir.Constant(intp, value)  # noqa: E731
+
+            def index(i, position):
+                value = builder.load(builder.gep(arys[i].data, [position]))
+                return context.cast(builder, value, signature.args[i].dtype, types.intp)
+
+            src_cols_ = [index(8, const(b)) for b in range(n_cols)]
+            out_cols_ = [index(12, const(b)) for b in range(n_cols)]
+
+            def add_row(accs, rows, row_base, tap_base, s):
+                """Source row ``s`` (an LLVM value) of the block into the accumulators of the
+                block's ``rows`` (Python ints), every column v."""
+                with cgutils.for_range(builder, kw_) as v:
+                    base = builder.add(row_base, v.index)
+                    x_vecs = [_load_vector(builder, src_arr.data, builder.add(base, col),
+                                           vec_ptr, itemsize) for col in src_cols_]
+                    for j in rows:
+                        u = builder.sub(s, const(j))
+                        t = builder.add(builder.add(tap_base, builder.mul(u, kw_)), v.index)
+                        tap = _splat(builder, vec, builder.load(builder.gep(taps_arr.data,
+                                                                            [t])))
+                        for b in range(n_cols):
+                            acc = accs[j][b]
+                            builder.store(_multiply_add(context, builder, builder.load(acc),
+                                                        tap, x_vecs[b]), acc)
+
+            def block(n_block, r0):
+                """Output rows r0 .. r0 + n_block - 1 (needs n_block <= kh)."""
+                accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(n_cols)]
+                        for _ in range(n_block)]
+                for row in accs:
+                    for acc in row:
+                        builder.store(zero, acc)
+                with cgutils.for_range(builder, n_src) as k:
+                    s0 = builder.add(index(1, k.index), builder.mul(r0, w_src_))
+                    tap_base = index(3, k.index)
+
+                    def at(s):
+                        return builder.add(s0, builder.mul(s, w_src_))
+
+                    for s in range(n_block - 1):  # rows j <= s
+                        add_row(accs, range(s + 1), at(const(s)), tap_base, const(s))
+                    with cgutils.for_range_slice(builder, const(n_block - 1), kh_,
+                                                 const(1)) as (s, _):
+                        add_row(accs, range(n_block), at(s), tap_base, s)
+                    for d in range(1, n_block):  # s = kh - 1 + d: rows j >= d
+                        s = builder.add(kh_, const(d - 1))
+                        add_row(accs, range(d, n_block), at(s), tap_base, s)
+                for j, row in enumerate(accs):
+                    o = builder.add(out0, builder.mul(builder.add(r0, const(j)), w_out_))
+                    for acc, col in zip(row, out_cols_, strict=True):
+                        ptr = builder.gep(out_arr.data, [builder.add(o, col)])
+                        builder.store(builder.load(acc), builder.bitcast(ptr, vec_ptr),
+                                      align=itemsize)
+
+            n_block = rows_per_block(context)
+            blocked = builder.and_(builder.icmp_signed(">=", kh_, const(n_block)),
+                                   builder.icmp_signed(">=", n_rows_, const(n_block)))
+            with builder.if_else(blocked) as (then, otherwise):
+                with then:  # blocks of n_block rows, the last one overlapping
+                    count = builder.sdiv(builder.add(n_rows_, const(n_block - 1)),
+                                         const(n_block))
+                    last = builder.sub(n_rows_, const(n_block))
+                    with cgutils.for_range(builder, count) as i:
+                        r0 = builder.mul(i.index, const(n_block))
+                        block(n_block, builder.select(builder.icmp_signed(">", r0, last), last,
+                                                      r0))
+                with otherwise:  # small kernels or few rows: rows one at a time
+                    with cgutils.for_range(builder, n_rows_) as i:
+                        block(1, i.index)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    correlate_rows.__name__ = correlate_rows.__qualname__ = f"correlate_rows_{n_cols}"
+    return intrinsic(correlate_rows)
+
+
+correlate_rows_1 = _make_correlate_rows(1)
+correlate_rows_1.__doc__ = r"""``out[out_start + r w_out + out_cols[0] + l] = sum_k sum_{u, v}
+taps[tap_starts[k] + u kw + v] src[src_starts[k] + (r + u) w_src + v + src_cols[0] + l]``
+for every output row r < n_rows and lane l < lanes, summed in the order of the module
+docstring (the same bits as :func:`metricfit._simd.correlate_sources` over the same
+positions). ``src``, ``taps``, ``out``: 1-D contiguous arrays of one float dtype; the starts and
+column offsets: integer arrays. Every index must be in bounds (not checked)."""
+correlate_rows_2 = _make_correlate_rows(2)
+correlate_rows_2.__doc__ = """:func:`correlate_rows_1` for two column vectors (``src_cols``,
+``out_cols`` of two offsets): each broadcast tap serves both."""
+correlate_rows_3 = _make_correlate_rows(3)
+correlate_rows_3.__doc__ = """:func:`correlate_rows_1` for three column vectors."""
+
+
+SPARE_LANES = 0.1  # the share of lanes past a row's width (or computed twice) that rows allow
+
+
+@njit(cache=True, nogil=True)
+def few_spare_lanes(width, lanes):  # pragma: no cover (compiled)
+    """Whether the column vectors of a row of ``width`` (:func:`column_starts`) compute at
+    most :data:`SPARE_LANES` more lanes than the row has: otherwise the flat blocks, which
+    compute none, are faster (C3's input gradient, 20 columns in two vectors of 16: 1.6x
+    the lanes, 15.4 against 14.0 ms a batch)."""
+    return -(-width // lanes) * lanes <= (1 + SPARE_LANES) * width
+
+
+@njit(cache=True, nogil=True)
+def column_starts(width, lanes):  # pragma: no cover (compiled)
+    """Starts of the column vectors that cover ``width`` columns: 0, lanes, 2 lanes, ..., the
+    last one at ``width - lanes`` (overlapping the one before); ``[0]`` when ``width <
+    lanes`` (its lanes past ``width`` are the caller's to keep in bounds)."""
+    if width < lanes:
+        return np.zeros(1, np.int64)
+    count = -(-width // lanes)
+    starts = np.empty(count, np.int64)
+    for c in range(count):
+        starts[c] = min(c * lanes, width - lanes)
+    return starts
+
+
+@njit(cache=True, nogil=True)
+def correlate_columns(src, starts, taps, tap_starts, kh, kw, w_src, n_rows, src_cols, out,
+                      w_out, out_cols):  # pragma: no cover (compiled)
+    """:func:`correlate_rows_1` over every column vector of ``src_cols`` / ``out_cols`` (equal
+    sizes), three at a time (then two, or one): each output element's sums in the same order,
+    whatever the grouping."""
+    c, count = 0, src_cols.size
+    while c < count:
+        if count - c >= 3:
+            correlate_rows_3(src, starts, taps, tap_starts, kh, kw, w_src, n_rows,
+                             src_cols[c:c + 3], out, 0, w_out, out_cols[c:c + 3])
+            c += 3
+        elif count - c == 2:
+            correlate_rows_2(src, starts, taps, tap_starts, kh, kw, w_src, n_rows,
+                             src_cols[c:c + 2], out, 0, w_out, out_cols[c:c + 2])
+            c += 2
+        else:
+            correlate_rows_1(src, starts, taps, tap_starts, kh, kw, w_src, n_rows,
+                             src_cols[c:c + 1], out, 0, w_out, out_cols[c:c + 1])
+            c += 1
+
+
+@njit(cache=True, nogil=True)
+def forward_by_rows(X_flat, taps, b, table, Y, squash, shape, kh, kw, n, out):  # pragma: no cover
+    """Images 0 .. n - 1 of :func:`conv2d_forward_into` in blocks of output rows
+    (:mod:`._conv_rows`: the same bits as the flat blocks, fewer loads): the column vectors of
+    a row, and of up to three images at once where a row holds one vector."""
+    c_in, h, w = shape
+    c_out, ho, wo = Y.shape[1], Y.shape[2], Y.shape[3]
+    span, lanes = (ho - 1) * w + wo, VECTOR_BYTES // X_flat.itemsize
+    chunks = column_starts(wo, lanes)
+    per_call = max(1, 3 // chunks.size)  # images a call
+    acc = np.zeros((per_call, span + lanes), X_flat.dtype)  # + lanes: the last row's lanes
+    acc_flat = acc.reshape(acc.size)
+    starts, tap_starts = np.empty(c_in, np.int64), np.empty(c_in, np.int64)
+    src_cols = np.empty(per_call * chunks.size, np.int64)
+    out_cols = np.empty(per_call * chunks.size, np.int64)
+    i = 0
+    while i < n:
+        m = min(per_call, n - i)
+        for j in range(m):
+            for q in range(chunks.size):
+                src_cols[j * chunks.size + q] = j * c_in * h * w + chunks[q]
+                out_cols[j * chunks.size + q] = j * (span + lanes) + chunks[q]
+        for o in range(c_out):
+            k = 0
+            for c in range(c_in):
+                if table[o, c]:
+                    starts[k], tap_starts[k] = (i * c_in + c) * h * w, (o * c_in + c) * kh * kw
+                    k += 1
+            correlate_columns(X_flat, starts[:k], taps, tap_starts[:k], kh, kw, w, ho,
+                              src_cols[:m * chunks.size], acc_flat, w,
+                              out_cols[:m * chunks.size])
+            for j in range(m):
+                write_output(acc[j, :span], b[o], out, Y[i + j, o], w, squash)
+        i += m
+
+
+@njit(cache=True, nogil=True)
+def input_grad_by_rows(flipped, Gp, table, kh, kw, w, dX):  # pragma: no cover (compiled)
+    """:func:`_input_grad_into` in blocks of rows of dX (:mod:`._conv_rows`; needs ``w >=``
+    one vector): the same bits as the flat blocks."""
+    n, c_out, width = Gp.shape
+    c_in, hw = dX.shape[1], dX.shape[2]
+    chunks = column_starts(w, VECTOR_BYTES // Gp.itemsize)
+    G_flat, taps, dX_flat = Gp.reshape(Gp.size), flipped.reshape(flipped.size), dX.reshape(
+        dX.size)
+    starts, tap_starts = np.empty(c_out, np.int64), np.empty(c_out, np.int64)
+    out_cols = np.empty(chunks.size, np.int64)
+    for i in range(n):
+        for c in range(c_in):
+            k = 0
+            for o in range(c_out):
+                if table[o, c]:
+                    starts[k], tap_starts[k] = (i * c_out + o) * width, (o * c_in + c) * kh * kw
+                    k += 1
+            out_cols[:] = chunks + (i * c_in + c) * hw
+            correlate_columns(G_flat, starts[:k], taps, tap_starts[:k], kh, kw, w, hw // w,
+                              chunks, dX_flat, w, out_cols)
