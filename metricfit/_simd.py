@@ -51,7 +51,8 @@ from numba.extending import intrinsic
 __all__ = ["VECTOR_BYTES", "BLOCK_VECTORS", "GROUP_OUTPUTS", "PAIR_VECTORS", "lanes_of",
            "dot_taps_8", "dot_taps_4", "dot_taps_1", "correlate_sources", "correlate_group_2",
            "correlate_group_3", "target_features", "fused_multiply_add", "wide_registers",
-           "multiply_add"]
+           "multiply_add", "float_arrays", "vector_types", "load_vector", "splat",
+           "emit_multiply_add"]  # the last five: code generation, for other intrinsics
 
 VECTOR_BYTES = 64  # one AVX-512 register; two AVX2 ones
 
@@ -61,14 +62,14 @@ def lanes_of(itemsize):
     return VECTOR_BYTES // itemsize
 
 
-def _float_arrays(*arrays):
+def float_arrays(*arrays):
     """Whether all are arrays of one float dtype (float32 or float64)."""
     return (all(isinstance(a, types.Array) for a in arrays)
             and arrays[0].dtype in (types.float32, types.float64)
             and all(a.dtype == arrays[0].dtype for a in arrays))
 
 
-def _vector_types(context, dtype):
+def vector_types(context, dtype):
     """``(item, itemsize, lanes, vector, vector pointer, intp)`` LLVM types for ``dtype``."""
     item = context.get_value_type(dtype)
     itemsize = context.get_abi_sizeof(item)
@@ -98,7 +99,7 @@ def wide_registers(context):
     return "avx512f" in target_features(context)[1]
 
 
-def _multiply_add(context, builder, acc, a, b):
+def emit_multiply_add(context, builder, acc, a, b):
     """``acc + a b`` on float scalars or vectors of one type: one ``llvm.fma`` (one rounding)
     where the target has fused multiply-adds, else a multiply then an add (module
     docstring)."""
@@ -114,7 +115,7 @@ def _multiply_add(context, builder, acc, a, b):
     return builder.call(fma, [a, b, acc])
 
 
-def _splat(builder, vec_type, value):
+def splat(builder, vec_type, value):
     """A vector with every lane ``value``."""
     out = ir.Constant(vec_type, ir.Undefined)
     for lane in range(vec_type.count):
@@ -125,7 +126,7 @@ def _splat(builder, vec_type, value):
 @intrinsic
 def multiply_add(typingctx, a, b, c):
     """``a b + c`` for float scalars (computed in the widest of their types), as
-    :func:`_multiply_add` decides: one rounding where the target has FMA. Loops over it
+    :func:`emit_multiply_add` decides: one rounding where the target has FMA. Loops over it
     vectorise (``llvm.fma``)."""
     if not all(isinstance(t, types.Float) for t in (a, b, c)):
         return None
@@ -134,12 +135,12 @@ def multiply_add(typingctx, a, b, c):
     def codegen(context, builder, signature, args):
         x, y, z = (context.cast(builder, v, t, result)
                    for v, t in zip(args, signature.args, strict=True))
-        return _multiply_add(context, builder, z, x, y)
+        return emit_multiply_add(context, builder, z, x, y)
 
     return result(a, b, c), codegen
 
 
-def _load_vector(builder, data, index, vec_ptr, align):
+def load_vector(builder, data, index, vec_ptr, align):
     return builder.load(builder.bitcast(builder.gep(data, [index]), vec_ptr), align=align)
 
 
@@ -148,13 +149,13 @@ def _make_dot_taps(n_taps):
 
     def dot_taps(typingctx, G, X, g_start, x_start, span, offs, t0, n_images, g_step, x_step,
                  out, out_start):
-        if not _float_arrays(G, X, out):
+        if not float_arrays(G, X, out):
             return None
         sig = types.void(G, X, g_start, x_start, span, offs, t0, n_images, g_step, x_step, out,
                          out_start)
 
         def codegen(context, builder, signature, args):
-            item, itemsize, lanes, vec, vec_ptr, intp = _vector_types(context, G.dtype)
+            item, itemsize, lanes, vec, vec_ptr, intp = vector_types(context, G.dtype)
             g_arr = context.make_array(signature.args[0])(context, builder, args[0])
             x_arr = context.make_array(signature.args[1])(context, builder, args[1])
             o_arr = context.make_array(signature.args[5])(context, builder, args[5])
@@ -175,21 +176,21 @@ def _make_dot_taps(n_taps):
             lane_ids = ir.Constant(ir.VectorType(intp, lanes),
                                    [ir.Constant(intp, lane) for lane in range(lanes)])
             keep = builder.icmp_signed(">=", lane_ids,
-                                       _splat(builder, ir.VectorType(intp, lanes),
+                                       splat(builder, ir.VectorType(intp, lanes),
                                               builder.sub(width, rest)))
             last = builder.sub(span_, width)
             per_pass = n_taps if n_taps <= 4 or wide_registers(context) else 4
 
             def add_block(accs, taps, g_base, x_base, p, mask):
-                g_vec = _load_vector(builder, g_arr.data, builder.add(g_base, p), vec_ptr,
+                g_vec = load_vector(builder, g_arr.data, builder.add(g_base, p), vec_ptr,
                                      itemsize)
                 if mask is not None:
                     g_vec = builder.select(mask, g_vec, zero)
                 for acc, j in zip(accs, taps, strict=True):
-                    x_vec = _load_vector(builder, x_arr.data,
+                    x_vec = load_vector(builder, x_arr.data,
                                          builder.add(builder.add(x_base, p), offsets[j]),
                                          vec_ptr, itemsize)
-                    builder.store(_multiply_add(context, builder, builder.load(acc), g_vec,
+                    builder.store(emit_multiply_add(context, builder, builder.load(acc), g_vec,
                                                 x_vec), acc)
 
             for first in range(0, n_taps, per_pass):  # the taps in registers at once
@@ -243,12 +244,12 @@ def _make_correlate_group(n_out, block_vectors):
 
     def correlate_group(typingctx, src, src_starts, taps, tap_starts, n_taps, offs, size, out,
                         out_starts):
-        if not _float_arrays(src, taps, out):
+        if not float_arrays(src, taps, out):
             return None
         sig = types.void(src, src_starts, taps, tap_starts, n_taps, offs, size, out, out_starts)
 
         def codegen(context, builder, signature, args):
-            item, itemsize, lanes, vec, vec_ptr, intp = _vector_types(context, src.dtype)
+            item, itemsize, lanes, vec, vec_ptr, intp = vector_types(context, src.dtype)
             arrays = [context.make_array(signature.args[i])(context, builder, args[i])
                       for i in (0, 1, 2, 3, 5, 7, 8)]
             src_arr, starts_arr, taps_arr, tstarts_arr, offs_arr, out_arr, ostarts_arr = arrays
@@ -284,16 +285,16 @@ def _make_correlate_group(n_out, block_vectors):
                         with cgutils.for_range(builder, n_taps_) as t:
                             base = builder.add(s0, load_index(offs_arr, t.index,
                                                               signature.args[5].dtype))
-                            x_vecs = [_load_vector(builder, src_arr.data, builder.add(
+                            x_vecs = [load_vector(builder, src_arr.data, builder.add(
                                 base, ir.Constant(intp, b * lanes)), vec_ptr, itemsize)
                                 for b in range(n_vectors)]
                             for j in range(n_out):
                                 tap = builder.load(builder.gep(taps_arr.data,
                                                                [builder.add(t0s[j], t.index)]))
-                                tap_vec = _splat(builder, vec, tap)
+                                tap_vec = splat(builder, vec, tap)
                                 for b in range(n_vectors):
                                     acc = accs[j][b]
-                                    builder.store(_multiply_add(context, builder,
+                                    builder.store(emit_multiply_add(context, builder,
                                                                 builder.load(acc), tap_vec,
                                                                 x_vecs[b]), acc)
                     for j in range(n_out):

@@ -35,11 +35,11 @@ from numba.extending import intrinsic
 
 from .._simd import (
     VECTOR_BYTES,
-    _float_arrays,
-    _load_vector,
-    _multiply_add,
-    _splat,
-    _vector_types,
+    emit_multiply_add,
+    float_arrays,
+    load_vector,
+    splat,
+    vector_types,
     wide_registers,
 )
 from ._squash import write_output
@@ -64,13 +64,13 @@ def _make_correlate_rows(n_cols):
 
     def correlate_rows(typingctx, src, src_starts, taps, tap_starts, kh, kw, w_src, n_rows,
                        src_cols, out, out_start, w_out, out_cols):
-        if not _float_arrays(src, taps, out):
+        if not float_arrays(src, taps, out):
             return None
         sig = types.void(src, src_starts, taps, tap_starts, kh, kw, w_src, n_rows, src_cols,
                          out, out_start, w_out, out_cols)
 
         def codegen(context, builder, signature, args):
-            item, itemsize, lanes, vec, vec_ptr, intp = _vector_types(context, src.dtype)
+            item, itemsize, lanes, vec, vec_ptr, intp = vector_types(context, src.dtype)
             arys = {i: context.make_array(signature.args[i])(context, builder, args[i])
                     for i in (0, 1, 2, 3, 8, 9, 12)}
             src_arr, taps_arr, out_arr = arys[0], arys[2], arys[9]
@@ -93,16 +93,16 @@ def _make_correlate_rows(n_cols):
                 block's ``rows`` (Python ints), every column v."""
                 with cgutils.for_range(builder, kw_) as v:
                     base = builder.add(row_base, v.index)
-                    x_vecs = [_load_vector(builder, src_arr.data, builder.add(base, col),
+                    x_vecs = [load_vector(builder, src_arr.data, builder.add(base, col),
                                            vec_ptr, itemsize) for col in src_cols_]
                     for j in rows:
                         u = builder.sub(s, const(j))
                         t = builder.add(builder.add(tap_base, builder.mul(u, kw_)), v.index)
-                        tap = _splat(builder, vec, builder.load(builder.gep(taps_arr.data,
+                        tap = splat(builder, vec, builder.load(builder.gep(taps_arr.data,
                                                                             [t])))
                         for b in range(n_cols):
                             acc = accs[j][b]
-                            builder.store(_multiply_add(context, builder, builder.load(acc),
+                            builder.store(emit_multiply_add(context, builder, builder.load(acc),
                                                         tap, x_vecs[b]), acc)
 
             def block(n_block, r0):
