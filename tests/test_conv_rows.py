@@ -207,3 +207,47 @@ def test_input_gradient_is_the_flat_blocks_bit_for_bit(dtype, layer):
                   (outs * c_in + c) * k * k, k, k, w, h * w, want.reshape(-1),
                   (i * c_in + c) * h * w)
     np.testing.assert_array_equal(got, want)
+
+
+def _grid(dtype, n, c_out, ho, wo, w, pad, rng):
+    """A padded flat grid of upstream gradients (n, c_out, span + 2 pad): zeros in the pads
+    and the wrap-around columns, as the spread writes it."""
+    span = (ho - 1) * w + wo
+    Gp = np.zeros((n, c_out, span + 2 * pad), dtype)
+    rows = np.zeros((n, c_out, ho, w), dtype)
+    rows[..., :wo] = rng.normal(size=(n, c_out, ho, wo))
+    Gp[:, :, pad:pad + span] = rows.reshape(n, c_out, ho * w)[..., :span]
+    return Gp, rows[..., :wo]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, h, w, k", [
+    (5, 25, 20, 6),   # C3: rows (15 columns, the last image flat in float32)
+    (3, 56, 46, 7),   # C1: a 7-row kernel, flat
+    (4, 22, 21, 6),   # 16 columns: one whole float32 vector, two float64
+    (1, 25, 20, 6),   # one image: flat where a row is short
+    (3, 31, 40, 4),   # 37 columns: flat (3 vectors of 16 for 37)
+    (2, 40, 13, 5),   # float64: one vector for 9 columns (rows), 36 rows, blocks + the rest
+])
+def test_weight_rows_against_numpy(dtype, n, h, w, k):
+    """The weight gradient (rows where they suit, flat elsewhere) against float64 NumPy, and
+    each pair's rows against the flat form's sums (to rounding: the order differs)."""
+    from scipy.signal import correlate2d
+
+    rng = np.random.default_rng(n * h + w * k)
+    c_in, c_out = 2, 3
+    X = rng.normal(size=(n, c_in, h, w)).astype(dtype)
+    ho, wo, pad = h - k + 1, w - k + 1, 0
+    Gp, G = _grid(dtype, n, c_out, ho, wo, w, pad, rng)
+    table = np.ones((c_out, c_in), bool)
+    got = _conv_kernels._weight_grad(X.reshape(n, c_in, h * w), Gp, pad, table, k, k, w)
+    want = np.array([[sum(correlate2d(X[i, c].astype(np.float64), G[i, o].astype(np.float64),
+                                      "valid") for i in range(n)) for c in range(c_in)]
+                     for o in range(c_out)])
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+    flat = np.empty(k * k, dtype)
+    _conv_rows.weight_grad_flat(Gp.reshape(-1), X.reshape(-1), (0, 0), n,
+                                (c_out * Gp.shape[2], c_in * h * w), Gp.shape[2] - 2 * pad,
+                                _offsets(k, k, w), flat)
+    np.testing.assert_allclose(got[0, 0].ravel(), flat, rtol=tol, atol=tol * np.abs(flat).max())

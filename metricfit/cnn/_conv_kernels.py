@@ -71,10 +71,8 @@ from .._simd import (
     correlate_group_3,
     correlate_sources,
     dot_taps_1,
-    dot_taps_4,
-    dot_taps_8,
 )
-from ._conv_rows import few_spare_lanes, forward_by_rows, input_grad_by_rows
+from ._conv_rows import few_spare_lanes, forward_by_rows, input_grad_by_rows, weight_grad_pair
 from ._squash import write_output
 
 TILE = 128  # flat positions per tile of the weight gradient: 49 taps x 128 x 4 B = 25 KB
@@ -299,36 +297,23 @@ def _weight_grad(X3, Gp, pad, table, kh, kw, w):  # pragma: no cover (compiled)
 @njit(cache=True, nogil=True)
 def _weight_grad_maps(X3, Gp, pad, table, kh, kw, w, o0, o1, dW):  # pragma: no cover
     """The weight gradient of the output maps o0 <= o < o1 written into ``dW`` (c_out, c_in,
-    kh kw) at the connected (o, c) (the others are not touched): eight taps at a time in vector
-    registers (:func:`metricfit._simd.dot_taps_8`, fixed order), then four, then one; or
-    :func:`_weight_grad_tiled` when the span is shorter than one vector."""
+    kh kw) at the connected (o, c) (the others are not touched): each pair by
+    :func:`._conv_rows.weight_grad_pair` (blocks of rows where they suit, else eight taps at a
+    time, :func:`metricfit._simd.dot_taps_8`), or :func:`_weight_grad_tiled` when the span is
+    shorter than one vector."""
     n, c_in, hw = X3.shape
     c_out, width = Gp.shape[1], Gp.shape[2]
     span = width - 2 * pad
     if span < VECTOR_BYTES // X3.itemsize:
         _weight_grad_tiled(X3, Gp, pad, table, kh, kw, w, o0, o1, dW)
         return
-    n_taps = kh * kw
     offs = _tap_offsets(kh, kw, w)
     G_flat, X_flat = Gp.reshape(Gp.size), X3.reshape(X3.size)
     for o in range(o0, o1):
         for c in range(c_in):
-            if not table[o, c]:
-                continue
-            out = dW[o, c]
-            t = 0
-            while t + 8 <= n_taps:
-                dot_taps_8(G_flat, X_flat, o * width + pad, c * hw, span, offs, t, n,
-                           c_out * width, c_in * hw, out, t)
-                t += 8
-            if t + 4 <= n_taps:  # four of the rest at once (each single tap is one chain)
-                dot_taps_4(G_flat, X_flat, o * width + pad, c * hw, span, offs, t, n,
-                           c_out * width, c_in * hw, out, t)
-                t += 4
-            while t < n_taps:
-                dot_taps_1(G_flat, X_flat, o * width + pad, c * hw, span, offs, t, n,
-                           c_out * width, c_in * hw, out, t)
-                t += 1
+            if table[o, c]:
+                weight_grad_pair(G_flat, X_flat, (o * width + pad, c * hw), n,
+                                 (c_out * width, c_in * hw), w, span, kh, kw, offs, dW[o, c])
 
 
 @njit(cache=True, nogil=True)

@@ -35,6 +35,9 @@ from numba.extending import intrinsic
 
 from .._simd import (
     VECTOR_BYTES,
+    dot_taps_1,
+    dot_taps_4,
+    dot_taps_8,
     emit_multiply_add,
     float_arrays,
     load_vector,
@@ -44,9 +47,10 @@ from .._simd import (
 )
 from ._squash import write_output
 
-__all__ = ["ROWS", "NARROW_ROWS", "SPARE_LANES", "column_starts", "correlate_columns",
-           "few_spare_lanes", "forward_by_rows", "input_grad_by_rows", "correlate_rows_1",
-           "correlate_rows_2", "correlate_rows_3", "rows_per_block"]
+__all__ = ["ROWS", "NARROW_ROWS", "SPARE_LANES", "WEIGHT_ROWS_MAX_KERNEL", "column_starts",
+           "correlate_columns", "few_spare_lanes", "forward_by_rows", "input_grad_by_rows",
+           "weight_grad_rows", "weight_block_sizes", "weight_grad_flat", "weight_grad_pair",
+           "correlate_rows_1", "correlate_rows_2", "correlate_rows_3", "rows_per_block"]
 
 ROWS = 6  # output rows a block where the target has 32 vector registers (AVX-512)
 NARROW_ROWS = 2  # with 16 (AVX2): 2 rows x 3 vectors x 2 registers a 64-byte vector
@@ -276,3 +280,171 @@ def input_grad_by_rows(flipped, Gp, table, kh, kw, w, dX):  # pragma: no cover (
             out_cols[:] = chunks + (i * c_in + c) * hw
             correlate_columns(G_flat, starts[:k], taps, tap_starts[:k], kh, kw, w, hw // w,
                               chunks, dX_flat, w, out_cols)
+
+
+def _lane_sum(builder, acc):
+    """The lanes of a vector added in order 0, 1, ..., lanes - 1."""
+    i32 = ir.IntType(32)
+    total = builder.extract_element(acc, ir.Constant(i32, 0))
+    for lane in range(1, acc.type.count):
+        total = builder.fadd(total, builder.extract_element(acc, ir.Constant(i32, lane)))
+    return total
+
+
+WEIGHT_ROWS_MAX_KERNEL = 6  # kernel rows up to which the weight gradient takes row blocks:
+# C1's 7 rows take a pass of 6 and one of 1 (no reuse), 40.9 against 20.0 ms a batch in
+# float64 (5 whole vectors a row); C3's 6: 10.0-10.7 against 13.0-14.7 ms in float32
+
+
+def weight_block_sizes(context):
+    """``(R, (U, ...))``: rows of Ge a block and the kernel rows a pass takes (the largest
+    that fits what is left of the kernel first): 8 and (6, 1) with 32 vector registers, 3
+    and (3, 1) with 16."""
+    return (8, (6, 1)) if wide_registers(context) else (3, (3, 1))
+
+
+@intrinsic
+def weight_grad_rows(typingctx, G, X, g_start, x_start, n_images, g_step, x_step, w, n_rows,
+                     n_cols, kh, kw, chunks, keep_from, out, out_start):
+    r"""``out[out_start + u kw + v] = sum_b sum_n sum_r sum_l Ge_b[n, r, l] X[x_start + n x_step
+    + (r + u) w + v + chunks[b] + l]`` with ``Ge_b[n, r, l] = G[g_start + n g_step + r w +
+    chunks[b] + l]`` for lanes ``keep_from[b] <= l < n_cols - chunks[b]`` (0 elsewhere: lanes
+    an overlapping chunk shares with the one before, and those past a row's ``n_cols``
+    columns), every tap (u, v): a convolution's weight gradient in blocks of
+    rows of Ge (see :func:`weight_block_sizes`). Each tap's vector of lanes adds its products
+    chunk after chunk, image after image, row after row; its lanes are then added in order.
+    Every index must be in bounds (not checked)."""
+    if not float_arrays(G, X, out):
+        return None
+    sig = types.void(G, X, g_start, x_start, n_images, g_step, x_step, w, n_rows, n_cols, kh, kw,
+                     chunks, keep_from, out, out_start)
+
+    def codegen(context, builder, signature, args):
+        item, itemsize, lanes, vec, vec_ptr, intp = vector_types(context, G.dtype)
+        g_arr, x_arr = (context.make_array(signature.args[i])(context, builder, args[i])
+                        for i in (0, 1))
+        ch_arr, keep_arr, out_arr = (context.make_array(signature.args[i])(context, builder,
+                                                                           args[i])
+                                     for i in (12, 13, 14))
+        g0, x0, n_img, g_step_, x_step_, w_, n_rows_, n_cols_, kh_, kw_ = (
+            context.cast(builder, args[i], signature.args[i], types.intp) for i in range(2, 12))
+        out0 = context.cast(builder, args[15], signature.args[15], types.intp)
+        n_chunks = cgutils.unpack_tuple(builder, ch_arr.shape, 1)[0]
+        zero = ir.Constant(vec, [ir.Constant(item, 0.0)] * lanes)
+        const = lambda value: ir.Constant(intp, value)  # noqa: E731
+        lane_ids = ir.Constant(ir.VectorType(intp, lanes), [const(lane) for lane in range(lanes)])
+        rows, passes = weight_block_sizes(context)
+
+        def index(arr, i, ty):
+            return context.cast(builder, builder.load(builder.gep(arr.data, [i])), ty, types.intp)
+
+        def load(arr, i):
+            return load_vector(builder, arr.data, i, vec_ptr, itemsize)
+
+        def one_pass(n_u, u0):
+            """Kernel rows u0 .. u0 + n_u - 1, every column v."""
+            with cgutils.for_range(builder, kw_) as v:
+                accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(2)]
+                        for _ in range(n_u)]  # two a tap (even and odd rows of a block)
+                for pair in accs:
+                    for acc in pair:
+                        builder.store(zero, acc)
+                with cgutils.for_range(builder, n_img) as n, \
+                        cgutils.for_range(builder, n_chunks) as b:
+                    col = index(ch_arr, b.index, signature.args[12].dtype)
+                    lane_type = ir.VectorType(intp, lanes)
+                    keep = builder.and_(
+                        builder.icmp_signed(">=", lane_ids, splat(builder, lane_type, index(
+                            keep_arr, b.index, signature.args[13].dtype))),
+                        builder.icmp_signed("<", lane_ids, splat(builder, lane_type,
+                                                                 builder.sub(n_cols_, col))))
+                    g_base = builder.add(builder.add(g0, builder.mul(n.index, g_step_)), col)
+                    x_base = builder.add(builder.add(x0, builder.mul(n.index, x_step_)), col)
+                    x_base = builder.add(builder.add(x_base, v.index), builder.mul(u0, w_))
+
+                    def g_row(r):
+                        return builder.select(keep, load(g_arr, builder.add(
+                            g_base, builder.mul(r, w_))), zero)
+
+                    def x_row(r):
+                        return load(x_arr, builder.add(x_base, builder.mul(r, w_)))
+
+                    def fma(acc, g, x):
+                        builder.store(emit_multiply_add(context, builder, builder.load(acc), g,
+                                                        x), acc)
+
+                    full = builder.sdiv(n_rows_, const(rows))
+                    with cgutils.for_range(builder, full) as blk:
+                        r0 = builder.mul(blk.index, const(rows))
+                        g = [g_row(builder.add(r0, const(j))) for j in range(rows)]
+                        for s in range(rows + n_u - 1):  # source row r0 + s: rows j = s - u
+                            x = x_row(builder.add(r0, const(s)))
+                            for j in range(max(0, s - n_u + 1), min(rows - 1, s) + 1):
+                                fma(accs[s - j][j % 2], g[j], x)
+                    with cgutils.for_range_slice(builder, builder.mul(full, const(rows)),
+                                                 n_rows_, const(1)) as (r, _):
+                        g = g_row(r)
+                        for uu in range(n_u):
+                            fma(accs[uu][0], g, x_row(builder.add(r, const(uu))))
+                for uu, (even, odd) in enumerate(accs):
+                    t = builder.add(builder.mul(builder.add(u0, const(uu)), kw_), v.index)
+                    acc = builder.fadd(builder.load(even), builder.load(odd))
+                    builder.store(_lane_sum(builder, acc),
+                                  builder.gep(out_arr.data, [builder.add(out0, t)]))
+
+        u0 = cgutils.alloca_once_value(builder, const(0))
+        for n_u in passes:  # as many passes of n_u rows as fit, then the smaller ones
+            left = builder.sdiv(builder.sub(kh_, builder.load(u0)), const(n_u))
+            with cgutils.for_range(builder, left):
+                one_pass(n_u, builder.load(u0))
+                builder.store(builder.add(builder.load(u0), const(n_u)), u0)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def weight_grad_flat(G, X, starts, n, steps, span, offs, out):  # pragma: no cover (compiled)
+    """``out[t] = sum_{i < n} sum_{p < span} G[g0 + i g_step + p] X[x0 + i x_step + p +
+    offs[t]]`` for every tap t (``starts = (g0, x0)``, ``steps = (g_step, x_step)``): eight
+    taps at a time in vector registers (:func:`metricfit._simd.dot_taps_8`, fixed order), then
+    four, then one."""
+    (g0, x0), (g_step, x_step), n_taps, t = starts, steps, offs.size, 0
+    while t + 8 <= n_taps:
+        dot_taps_8(G, X, g0, x0, span, offs, t, n, g_step, x_step, out, t)
+        t += 8
+    if t + 4 <= n_taps:  # four of the rest at once (each single tap is one chain)
+        dot_taps_4(G, X, g0, x0, span, offs, t, n, g_step, x_step, out, t)
+        t += 4
+    while t < n_taps:
+        dot_taps_1(G, X, g0, x0, span, offs, t, n, g_step, x_step, out, t)
+        t += 1
+
+
+@njit(cache=True, nogil=True)
+def weight_grad_pair(G, X, starts, n, steps, w, span, kh, kw, offs, out):  # pragma: no cover
+    """The weight gradient of one connected pair (o, c) over n images into ``out`` (kh kw):
+    :func:`weight_grad_rows` where a row of Ge holds its vectors with few lanes to spare
+    (:func:`few_spare_lanes`: C3's 15 columns; not C1's 40) and the kernel's rows fit one
+    pass (:data:`WEIGHT_ROWS_MAX_KERNEL`), else :func:`weight_grad_flat`.
+    Where a row is shorter than a vector, the last image takes the flat form (its spare
+    lanes would read past X) and its sums are added to the rows' (a fixed order)."""
+    lanes, wo = VECTOR_BYTES // X.itemsize, w - kw + 1
+    by_rows = 0
+    if lanes <= w and few_spare_lanes(wo, lanes) and kh <= WEIGHT_ROWS_MAX_KERNEL:
+        by_rows = n if wo >= lanes else n - 1
+    if by_rows == 0:
+        weight_grad_flat(G, X, starts, n, steps, span, offs, out)
+        return
+    chunks = column_starts(wo, lanes)
+    keep = np.zeros(chunks.size, np.int64)  # lanes an overlapping chunk shares: zero in Ge
+    for b in range(1, chunks.size):
+        keep[b] = chunks[b - 1] + lanes - chunks[b]
+    weight_grad_rows(G, X, starts[0], starts[1], by_rows, steps[0], steps[1], w,
+                     (span + kw - 1) // w, wo, kh, kw, chunks, keep, out, 0)
+    if by_rows < n:
+        rest = np.empty(out.size, out.dtype)
+        last = (starts[0] + by_rows * steps[0], starts[1] + by_rows * steps[1])
+        weight_grad_flat(G, X, last, n - by_rows, steps, span, offs, rest)
+        for t in range(out.size):
+            out[t] += rest[t]
