@@ -251,3 +251,36 @@ def test_weight_rows_against_numpy(dtype, n, h, w, k):
                                 (c_out * Gp.shape[2], c_in * h * w), Gp.shape[2] - 2 * pad,
                                 _offsets(k, k, w), flat)
     np.testing.assert_allclose(got[0, 0].ravel(), flat, rtol=tol, atol=tol * np.abs(flat).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", range(4))
+def test_input_maps_in_threes_are_the_flat_blocks_bit_for_bit(dtype, seed):
+    """Random connection tables (some triples share their output maps, some do not, some
+    input maps are read by no output map): the input gradient's bits are those of one input
+    map at a time."""
+    from metricfit.cnn import _conv_groups
+
+    rng = np.random.default_rng(seed)
+    table = rng.random((9, 7)) < [0.9, 0.6, 0.3, 0.1][seed]
+    layer = (3, 7, 9, 12, 21, 3, table)  # 21 columns: no rows in either dtype
+    X, W, _, _ = _layer(dtype, *layer, rng)
+    n, c_in, h, w = X.shape
+    c_out, k = 9, 3
+    pad = (k - 1) * w + k - 1
+    Gp, _ = _grid(dtype, n, c_out, h - k + 1, w - k + 1, w, pad, rng)
+    got = np.full((n, c_in, h * w), np.nan, dtype)
+    _conv_kernels._input_grad_into(W, Gp, table, w, got)
+    flipped = W[:, :, ::-1, ::-1].reshape(c_out, c_in, k * k).copy()
+    want = np.zeros_like(got)
+    for i in range(n):
+        for c in range(c_in):
+            outs = np.flatnonzero(table[:, c])
+            if outs.size:
+                _flat(Gp.reshape(-1), (i * c_out + outs) * Gp.shape[2], flipped.reshape(-1),
+                      (outs * c_in + c) * k * k, k, k, w, h * w, want.reshape(-1),
+                      (i * c_in + c) * h * w)
+    np.testing.assert_array_equal(got, want)
+    shared = [_conv_groups.shares_outputs(table, c, 3) for c in range(c_in - 2)]
+    assert shared == [3 * table[:, c:c + 3].any(1).sum() <= 2 * table[:, c:c + 3].sum()
+                      for c in range(c_in - 2)]

@@ -72,6 +72,7 @@ from .._simd import (
     correlate_sources,
     dot_taps_1,
 )
+from ._conv_groups import input_grad_grouped
 from ._conv_rows import few_spare_lanes, forward_by_rows, input_grad_by_rows, weight_grad_pair
 from ._squash import write_output
 
@@ -388,10 +389,10 @@ def _input_grad_into(W, Gp, table, w, dX):  # pragma: no cover (compiled)
     n, c_out, _ = Gp.shape
     c_in, kh, kw = W.shape[1], W.shape[2], W.shape[3]
     n_taps = kh * kw
-    flipped = np.empty((c_out, c_in, n_taps), W.dtype)  # tap t' of the flipped kernel
-    for o in range(c_out):
+    flipped = np.zeros((c_out, c_in, n_taps), W.dtype)  # tap t' of the flipped kernel
+    for o in range(c_out):  # (zero where the table is false: ._conv_groups reads them)
         for c in range(c_in):
-            for t in range(n_taps):
+            for t in range(n_taps * (table[o, c] != 0)):
                 flipped[o, c, t] = W[o, c, (n_taps - 1 - t) // kw, (n_taps - 1 - t) % kw]
     offs = _tap_offsets(kh, kw, w)
     hw, width = dX.shape[2], Gp.shape[2]
@@ -399,21 +400,10 @@ def _input_grad_into(W, Gp, table, w, dX):  # pragma: no cover (compiled)
     if hw >= BLOCK_VECTORS * lanes and w >= lanes and few_spare_lanes(w, lanes):
         input_grad_by_rows(flipped, Gp, table, kh, kw, w, dX)
         return
-    if hw >= BLOCK_VECTORS * VECTOR_BYTES // Gp.itemsize:
+    if hw >= BLOCK_VECTORS * lanes:
         G_flat, taps, dX_flat = Gp.reshape(Gp.size), flipped.reshape(flipped.size), dX.reshape(
             dX.size)
-        starts, tap_starts = np.empty(c_out, np.int64), np.empty(c_out, np.int64)
-        out_start = np.empty(1, np.int64)
-        for i in range(n):
-            for c in range(c_in):
-                k = 0
-                for o in range(c_out):
-                    if table[o, c]:
-                        starts[k], tap_starts[k] = (i * c_out + o) * width, (o * c_in + c) * n_taps
-                        k += 1
-                out_start[0] = (i * c_in + c) * hw
-                correlate_sources(G_flat, starts[:k], taps, tap_starts[:k], n_taps, offs, hw,
-                                  dX_flat, out_start)
+        input_grad_grouped(G_flat, taps, table, offs, hw, dX_flat, n, width)
         return
     for i in range(n):
         for c in range(c_in):
