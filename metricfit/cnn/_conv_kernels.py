@@ -54,6 +54,11 @@ faster than the loop below for C3, per chunk of 16 images). The bias gradient is
 product against ones. Spans shorter than one vector take :func:`_weight_grad_tiled`:
 ``buf[tap, p] += Ge_no[p] x_nc[p + off]`` over the images n (a vectorised AXPY) in tiles of
 ``TILE`` = 128 positions, four images per pass, each ``buf`` row summed once at the end.
+Where rows suit as in the forward pass and the kernel has at most six rows (C3), the weight
+gradient runs in blocks of rows of Ge instead (:func:`._conv_rows.weight_grad_rows`: each
+tap's lanes are then a row's columns, another order of the sums); the input gradient takes
+three input maps at a time where they share their output maps (:mod:`._conv_groups`, the
+same bits).
 
 **Memory.** The backward pass writes the padded grid ``Gp`` only at its valid positions:
 the caller provides it zeroed, and a buffer reused from one training step to the next
