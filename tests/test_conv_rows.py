@@ -16,19 +16,11 @@ LANES = {np.float32: _simd.lanes_of(4), np.float64: _simd.lanes_of(8)}
 
 
 @njit(cache=False)
-def _offsets(kh, kw, w):  # pragma: no cover (compiled)
-    offs = np.empty(kh * kw, np.int64)
-    for u in range(kh):
-        for v in range(kw):
-            offs[u * kw + v] = u * w + v
-    return offs
-
-
-@njit(cache=False)
 def _flat(src, starts, taps, tap_starts, kh, kw, w, size, out, out_start):  # pragma: no cover
     """The flat blocks: ``size`` positions of row width w from ``out_start``."""
-    _simd.correlate_sources(src, starts, taps, tap_starts, kh * kw, _offsets(kh, kw, w), size,
-                            out, np.full(1, out_start, np.int64))
+    offs = _conv_kernels._tap_offsets(kh, kw, w)
+    _simd.correlate_sources(src, starts, taps, tap_starts, kh * kw, offs, size, out,
+                            np.full(1, out_start, np.int64))
 
 
 @njit(cache=False)
@@ -249,7 +241,7 @@ def test_weight_rows_against_numpy(dtype, n, h, w, k):
     flat = np.empty(k * k, dtype)
     _conv_rows.weight_grad_flat(Gp.reshape(-1), X.reshape(-1), (0, 0), n,
                                 (c_out * Gp.shape[2], c_in * h * w), Gp.shape[2] - 2 * pad,
-                                _offsets(k, k, w), flat)
+                                _conv_kernels._tap_offsets(k, k, w), flat)
     np.testing.assert_allclose(got[0, 0].ravel(), flat, rtol=tol, atol=tol * np.abs(flat).max())
 
 
