@@ -311,9 +311,10 @@ def weight_grad_rows(typingctx, G, X, g_start, x_start, n_images, g_step, x_step
     chunks[b] + l]`` for lanes ``keep_from[b] <= l < n_cols - chunks[b]`` (0 elsewhere: lanes
     an overlapping chunk shares with the one before, and those past a row's ``n_cols``
     columns), every tap (u, v): a convolution's weight gradient in blocks of
-    rows of Ge (see :func:`weight_block_sizes`). Each tap's vector of lanes adds its products
-    chunk after chunk, image after image, row after row; its lanes are then added in order.
-    Every index must be in bounds (not checked)."""
+    rows of Ge (see :func:`weight_block_sizes`). Each tap has two vectors of lanes: one adds
+    the products of the even rows of every block, the other those of the odd rows (the rows
+    past the last whole block go to the first), each in order of image, chunk and row; the
+    two are added, then the lanes in order. Every index must be in bounds (not checked)."""
     if not float_arrays(G, X, out):
         return None
     sig = types.void(G, X, g_start, x_start, n_images, g_step, x_step, w, n_rows, n_cols, kh, kw,
