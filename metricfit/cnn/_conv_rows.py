@@ -3,7 +3,8 @@ r"""The convolution's correlation in blocks of output rows, as numba intrinsics 
 :func:`metricfit._simd.correlate_sources` keeps a block of one output's *flat* positions in
 vector registers and, for every tap, loads the source vectors under it: one unaligned vector
 load (on AVX-512 nearly always split across two cache lines) for every vector multiply-add, so
-the loop is bound by its loads, at about a third of the core's multiply-add rate on a Xeon.
+the loop is bound by its loads: C3's forward pass ran at about a fifth of the rate OpenBLAS's
+sgemm reaches on the same Xeon core (34 against 154 GFLOP/s).
 
 Here the block is ``R`` output *rows* by ``V`` column vectors. Output row ``r`` reads source rows
 ``r + u`` for the kernel's rows ``u < k_h``, so one loaded source vector at row ``r0 + s``
@@ -25,6 +26,12 @@ output's: the caller chooses vectors of a row (the last one overlapping the one 
 same columns of other images. Every lane is loaded and stored: the caller makes sure that each
 index is in bounds (a lane past a row's last valid column reads the next row and writes a
 column that is discarded).
+
+**The weight gradient** (:func:`weight_grad_rows`) takes the same structure the other way
+round: blocks of rows of ``Ge`` stay in registers, and each source row loaded once serves
+every pair (row of the block, kernel row) that reads it. Its sums run in another order than
+:func:`metricfit._simd.dot_taps_8`'s (a tap's lanes are a row's columns), so its bits differ
+from the flat form's. :func:`weight_grad_pair` chooses between them.
 """
 
 import numpy as np
