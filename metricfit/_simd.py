@@ -141,6 +141,8 @@ def multiply_add(typingctx, a, b, c):
 
 
 def load_vector(builder, data, index, vec_ptr, align):
+    """LLVM: the vector at ``data[index]`` (``vec_ptr`` its pointer type; ``align`` in bytes,
+    the item size for unaligned loads)."""
     return builder.load(builder.bitcast(builder.gep(data, [index]), vec_ptr), align=align)
 
 
