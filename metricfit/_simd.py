@@ -52,7 +52,7 @@ __all__ = ["VECTOR_BYTES", "BLOCK_VECTORS", "GROUP_OUTPUTS", "PAIR_VECTORS", "la
            "dot_taps_8", "dot_taps_4", "dot_taps_1", "correlate_sources", "correlate_group_2",
            "correlate_group_3", "target_features", "fused_multiply_add", "wide_registers",
            "multiply_add", "float_arrays", "vector_types", "load_vector", "splat",
-           "emit_multiply_add"]  # the last five: code generation, for other intrinsics
+           "emit_multiply_add", "lane_sum"]  # the last six: code generation, for intrinsics
 
 VECTOR_BYTES = 64  # one AVX-512 register; two AVX2 ones
 
@@ -140,6 +140,15 @@ def multiply_add(typingctx, a, b, c):
     return result(a, b, c), codegen
 
 
+def lane_sum(builder, vector):
+    """LLVM: the lanes of ``vector`` added in order 0, 1, ..., lanes - 1 (one rounding each)."""
+    i32 = ir.IntType(32)
+    total = builder.extract_element(vector, ir.Constant(i32, 0))
+    for lane in range(1, vector.type.count):
+        total = builder.fadd(total, builder.extract_element(vector, ir.Constant(i32, lane)))
+    return total
+
+
 def load_vector(builder, data, index, vec_ptr, align):
     """LLVM: the vector at ``data[index]`` (``vec_ptr`` its pointer type; ``align`` in bytes,
     the item size for unaligned loads)."""
@@ -208,13 +217,8 @@ def _make_dot_taps(n_taps):
                     with builder.if_then(has_rest):
                         add_block(accs, taps, g_base, x_base, last, keep)
                 for acc, j in zip(accs, taps, strict=True):
-                    acc = builder.load(acc)
-                    total = builder.extract_element(acc, ir.Constant(ir.IntType(32), 0))
-                    for lane in range(1, lanes):
-                        total = builder.fadd(total, builder.extract_element(
-                            acc, ir.Constant(ir.IntType(32), lane)))
-                    builder.store(total, builder.gep(out_arr.data, [builder.add(
-                        out0, ir.Constant(intp, j))]))
+                    builder.store(lane_sum(builder, builder.load(acc)), builder.gep(
+                        out_arr.data, [builder.add(out0, ir.Constant(intp, j))]))
             return context.get_dummy_value()
 
         return sig, codegen

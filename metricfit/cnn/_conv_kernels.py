@@ -78,7 +78,12 @@ from .._simd import (
     dot_taps_1,
 )
 from ._conv_groups import input_grad_grouped
-from ._conv_rows import few_spare_lanes, forward_by_rows, input_grad_by_rows, weight_grad_pair
+from ._conv_rows import (
+    forward_by_rows,
+    images_by_rows,
+    input_grad_by_rows,
+    weight_grad_pair,
+)
 from ._squash import write_output
 
 TILE = 128  # flat positions per tile of the weight gradient: 49 taps x 128 x 4 B = 25 KB
@@ -194,9 +199,7 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
     tap_starts = np.empty(GROUP_OUTPUTS * c_in, np.int64)
     acc_starts = np.arange(GROUP_OUTPUTS) * span
     lanes = VECTOR_BYTES // X.itemsize
-    by_rows = n if wo >= lanes else n - 1  # a lane past a short row reads the next map
-    if not (blocked and lanes <= w and few_spare_lanes(wo, lanes)):  # (lanes past wo must
-        by_rows = 0  # land in the row's wrap columns)
+    by_rows = images_by_rows(n, wo, w, lanes) if blocked else 0
     if by_rows:
         forward_by_rows(X_flat, taps.reshape(taps.size), b, table, Y, squash, (c_in, h, w),
                         kh, kw, by_rows, out)
@@ -402,7 +405,7 @@ def _input_grad_into(W, Gp, table, w, dX):  # pragma: no cover (compiled)
     offs = _tap_offsets(kh, kw, w)
     hw, width = dX.shape[2], Gp.shape[2]
     lanes = VECTOR_BYTES // Gp.itemsize
-    if hw >= BLOCK_VECTORS * lanes and w >= lanes and few_spare_lanes(w, lanes):
+    if hw >= BLOCK_VECTORS * lanes and images_by_rows(n, w, w, lanes) == n:
         input_grad_by_rows(flipped, Gp, table, kh, kw, w, dX)
         return
     if hw >= BLOCK_VECTORS * lanes:

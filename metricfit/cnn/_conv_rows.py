@@ -47,6 +47,7 @@ from .._simd import (
     dot_taps_8,
     emit_multiply_add,
     float_arrays,
+    lane_sum,
     load_vector,
     splat,
     vector_types,
@@ -55,9 +56,10 @@ from .._simd import (
 from ._squash import write_output
 
 __all__ = ["ROWS", "NARROW_ROWS", "SPARE_LANES", "WEIGHT_ROWS_MAX_KERNEL", "column_starts",
-           "correlate_columns", "few_spare_lanes", "forward_by_rows", "input_grad_by_rows",
-           "weight_grad_rows", "weight_block_sizes", "weight_grad_flat", "weight_grad_pair",
-           "correlate_rows_1", "correlate_rows_2", "correlate_rows_3", "rows_per_block"]
+           "correlate_columns", "few_spare_lanes", "images_by_rows", "forward_by_rows",
+           "input_grad_by_rows", "weight_grad_rows", "weight_block_sizes", "weight_grad_flat",
+           "weight_grad_pair", "correlate_rows_1", "correlate_rows_2", "correlate_rows_3",
+           "rows_per_block"]
 
 ROWS = 6  # output rows a block where the target has 32 vector registers (AVX-512)
 NARROW_ROWS = 2  # with 16 (AVX2): 2 rows x 3 vectors x 2 registers a 64-byte vector
@@ -195,6 +197,18 @@ def few_spare_lanes(width, lanes):  # pragma: no cover (compiled)
 
 
 @njit(cache=True, nogil=True)
+def images_by_rows(n, cols, w, lanes):  # pragma: no cover (compiled)
+    """How many of n images (the first ones) suit blocks of rows whose rows hold ``cols``
+    valid columns in rows ``w`` wide: none unless a vector fits in a row and the column
+    vectors have few lanes to spare (:func:`few_spare_lanes`); all of them where a row holds
+    a whole vector; else all but the last (a lane past a short row reads the next map, and
+    past the last image's end)."""
+    if lanes > w or not few_spare_lanes(cols, lanes):
+        return 0
+    return n if cols >= lanes else max(n - 1, 0)
+
+
+@njit(cache=True, nogil=True)
 def column_starts(width, lanes):  # pragma: no cover (compiled)
     """Starts of the column vectors that cover ``width`` columns: 0, lanes, 2 lanes, ..., the
     last one at ``width - lanes`` (overlapping the one before); ``[0]`` when ``width <
@@ -287,15 +301,6 @@ def input_grad_by_rows(flipped, Gp, table, kh, kw, w, dX):  # pragma: no cover (
             out_cols[:] = chunks + (i * c_in + c) * hw
             correlate_columns(G_flat, starts[:k], taps, tap_starts[:k], kh, kw, w, hw // w,
                               chunks, dX_flat, w, out_cols)
-
-
-def _lane_sum(builder, acc):
-    """The lanes of a vector added in order 0, 1, ..., lanes - 1."""
-    i32 = ir.IntType(32)
-    total = builder.extract_element(acc, ir.Constant(i32, 0))
-    for lane in range(1, acc.type.count):
-        total = builder.fadd(total, builder.extract_element(acc, ir.Constant(i32, lane)))
-    return total
 
 
 WEIGHT_ROWS_MAX_KERNEL = 6  # kernel rows up to which the weight gradient takes row blocks:
@@ -397,7 +402,7 @@ def weight_grad_rows(typingctx, G, X, g_start, x_start, n_images, g_step, x_step
                 for uu, (even, odd) in enumerate(accs):
                     t = builder.add(builder.mul(builder.add(u0, const(uu)), kw_), v.index)
                     acc = builder.fadd(builder.load(even), builder.load(odd))
-                    builder.store(_lane_sum(builder, acc),
+                    builder.store(lane_sum(builder, acc),
                                   builder.gep(out_arr.data, [builder.add(out0, t)]))
 
         u0 = cgutils.alloca_once_value(builder, const(0))
@@ -438,9 +443,7 @@ def weight_grad_pair(G, X, starts, n, steps, w, span, kh, kw, offs, out):  # pra
     Where a row is shorter than a vector, the last image takes the flat form (its spare
     lanes would read past X) and its sums are added to the rows' (a fixed order)."""
     lanes, wo = VECTOR_BYTES // X.itemsize, w - kw + 1
-    by_rows = 0
-    if lanes <= w and few_spare_lanes(wo, lanes) and kh <= WEIGHT_ROWS_MAX_KERNEL:
-        by_rows = n if wo >= lanes else n - 1
+    by_rows = images_by_rows(n, wo, w, lanes) if kh <= WEIGHT_ROWS_MAX_KERNEL else 0
     if by_rows == 0:
         weight_grad_flat(G, X, starts, n, steps, span, offs, out)
         return
