@@ -276,3 +276,33 @@ def test_input_maps_in_threes_are_the_flat_blocks_bit_for_bit(dtype, seed):
     shared = [_conv_groups.shares_outputs(table, c, 3) for c in range(c_in - 2)]
     assert shared == [3 * table[:, c:c + 3].any(1).sum() <= 2 * table[:, c:c + 3].sum()
                       for c in range(c_in - 2)]
+
+
+@pytest.mark.parametrize("squash", [False, True])
+def test_row_blocks_and_triples_match_finite_differences(squash):
+    """C3's shape in float64: the forward pass in row blocks (rows of 15 columns in two
+    vectors; 19 output rows: three blocks of six, then one overlapping), the weight gradient
+    in row blocks (two blocks of eight rows of Ge, then three rows one at a time), the input
+    gradient three input maps at a time; dX, dW and db against central differences of
+    L = sum(R * Y)."""
+    from _reference import central_differences
+
+    rng = np.random.default_rng(11)
+    table = lenet_table(15, 45).astype(np.uint8)
+    X = rng.normal(size=(2, 15, 24, 20))
+    W = 0.2 * rng.normal(size=(45, 15, 6, 6))
+    b = rng.normal(size=45)
+    R = rng.normal(size=(2, 45, 19, 15))
+    assert _conv_rows.images_by_rows(2, 15, 20, LANES[np.float64]) == 2  # rows, not flat
+
+    def loss(_):
+        return float((R * _conv_kernels.conv2d_forward(X, W, b, table, squash)).sum())
+
+    Y = _conv_kernels.conv2d_forward(X, W, b, table, True) if squash else None
+    dX, dW, db = _conv_kernels.conv2d_backward(X, W, table, R, True, Y)
+    linked = np.flatnonzero(np.repeat(table.reshape(-1) != 0, 36))
+    for x, g, positions in [(X, dX, rng.choice(X.size, 25, replace=False)),
+                            (W, dW, rng.choice(linked, 25, replace=False)),
+                            (b, db, np.arange(0, 45, 4))]:
+        numeric = central_differences(loss, x, positions=positions, in_place=True)
+        np.testing.assert_allclose(g.reshape(-1)[positions], numeric, rtol=1e-6, atol=1e-7)
