@@ -72,8 +72,12 @@ def squash_into(src, bias, dst, squash):  # pragma: no cover (compiled)
 @njit(cache=True, nogil=True)
 def write_output(acc, bias, out, Y_map, w, squash):  # pragma: no cover (compiled)
     """``Y_map = tanh(acc + bias)`` (or without tanh) from the flat grid ``acc`` of row width w:
-    one pass over the grid, wrap-around columns included, then its rows copied out."""
+    one pass over the grid, wrap-around columns included, then its rows copied out element by
+    element (a slice assignment ``Y_map[r] = out[...]`` is a call that checks the two for
+    overlap: for C1's rows of 40, 2.1 of the 4.3 ms this took for a batch of 128 images)."""
     ho, wo = Y_map.shape
     squash_into(acc, bias, out, squash)
     for r in range(ho):
-        Y_map[r] = out[r * w:r * w + wo]
+        row, src = Y_map[r], out[r * w:r * w + wo]
+        for q in range(wo):
+            row[q] = src[q]
