@@ -68,6 +68,9 @@ CONV_CASES = {  # (n images, c_in, h, w, c_out, kh, kw)
     # read every input (a group, then single outputs)
     "1 input, 6 outputs, span 116": (3, 1, 14, 12, 6, 5, 5),
     "6 inputs, 9 outputs, span 142": (2, 6, 14, 12, 9, 3, 3),
+    # one input read by 9 outputs: a group of five (_simd.correlate_group_5), then of three,
+    # then one output alone
+    "1 input, 9 outputs, span 116": (2, 1, 14, 12, 9, 5, 5),
 }
 
 
@@ -102,17 +105,19 @@ def test_conv_forward_matches_correlate2d(conv_case, dtype, rtol):
 @pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
 def test_conv_forward_groups_outputs_with_the_same_inputs(dtype, rtol):
     """Outputs 1-3 and 5-7 read the same inputs (two groups of three through
-    _simd.correlate_group_3), the others their own: the same maps as the twin, and as each
-    output computed alone (correlate_sources sums in the same order)."""
+    _simd.correlate_group_3), 9-13 too (a group of five, _simd.correlate_group_5), the others
+    their own: the same maps as the twin, and as each output computed alone
+    (correlate_sources sums in the same order)."""
     rng = np.random.default_rng(5)
     table = np.array([[1, 0, 0, 1], [0, 1, 1, 0], [0, 1, 1, 0], [0, 1, 1, 0], [1, 1, 0, 1],
-                      [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [0, 0, 1, 1]], np.uint8)
+                      [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [0, 0, 1, 1]]
+                     + [[1, 0, 1, 1]] * 5, np.uint8)
     X = rng.normal(size=(3, 4, 13, 12))
-    W, b = rng.normal(size=(9, 4, 4, 3)), rng.normal(size=9)
+    W, b = rng.normal(size=(14, 4, 4, 3)), rng.normal(size=14)
     args = X.astype(dtype), W.astype(dtype), b.astype(dtype)
     Y = _kernels.conv2d_forward(*args, table, True)
     np.testing.assert_allclose(Y, np.tanh(conv_twin(X, W, b, table)), rtol=rtol, atol=rtol)
-    for o in range(9):  # one output alone: no group
+    for o in range(14):  # one output alone: no group
         alone = _kernels.conv2d_forward(args[0], args[1][o:o + 1], args[2][o:o + 1],
                                         table[o:o + 1], True)
         np.testing.assert_array_equal(Y[:, o:o + 1], alone)

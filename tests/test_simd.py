@@ -56,6 +56,14 @@ def _group3(src, starts, taps, tap_starts, n_taps, offs, size):  # pragma: no co
     return out.reshape(3, size)
 
 
+@njit(cache=False)
+def _group5(src, starts, taps, tap_starts, n_taps, offs, size):  # pragma: no cover
+    out = np.full(5 * size, np.nan, src.dtype)
+    _simd.correlate_group_5(src, starts, taps, tap_starts, n_taps, offs, size, out,
+                            np.arange(5) * size)
+    return out.reshape(5, size)
+
+
 def _dot_case(dtype, span, n, rng):
     """n images of G (span) and X (span + 20), eight tap offsets in [0, 20]."""
     G = rng.normal(size=(n, span)).astype(dtype)
@@ -84,20 +92,20 @@ def test_eight_taps_are_eight_single_taps_and_the_dot_products(dtype, rtol, vect
 
 
 def _correlation_case(dtype, size, n_src, rng):
-    """n_src sources, three outputs' 2x3 kernels over maps of width 9."""
+    """n_src sources, five outputs' 2x3 kernels over maps of width 9."""
     offs = np.array([0, 1, 2, 9, 10, 11], np.int64)
     src = rng.normal(size=(n_src, size + 11)).astype(dtype)
-    taps = rng.normal(size=(3, n_src, offs.size)).astype(dtype)
+    taps = rng.normal(size=(5, n_src, offs.size)).astype(dtype)
     starts = np.arange(n_src) * (size + 11)
-    tap_starts = (np.arange(3)[:, None] * n_src + np.arange(n_src)) * offs.size
+    tap_starts = (np.arange(5)[:, None] * n_src + np.arange(n_src)) * offs.size
     want = np.array([sum(taps[j, k, t] * src[k, o:o + size].astype(np.float64)
                          for k in range(n_src) for t, o in enumerate(offs))
-                     for j in range(3)])
+                     for j in range(5)])
     return src.ravel(), starts, taps.ravel(), tap_starts, offs, want
 
 
-# sizes in vectors: the narrow block only (sources: 4 <= size < 8 vectors; a group of three:
-# 2 <= size < 4), exactly the wide block, and more with an overlapping last block
+# sizes in vectors: the narrow block only (sources: 4 <= size < 8 vectors; a group of three or
+# five: 2 <= size < 4), exactly the wide block, and more with an overlapping last block
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-13)])
 @pytest.mark.parametrize("size_vectors, extra", [(2, 0), (3, 5), (4, 0), (6, 1), (8, 0),
                                                  (11, 7)])
@@ -105,13 +113,15 @@ def test_correlations_at_every_block_size(dtype, rtol, size_vectors, extra):
     rng = np.random.default_rng(10 * size_vectors + extra)
     size = size_vectors * LANES[dtype] + extra
     src, starts, taps, tap_starts, offs, want = _correlation_case(dtype, size, 2, rng)
-    group = _group3(src, starts, taps, tap_starts.ravel(), offs.size, offs, size)
-    np.testing.assert_allclose(group, want, rtol=rtol, atol=rtol * np.abs(want).max())
+    five = _group5(src, starts, taps, tap_starts.ravel(), offs.size, offs, size)
+    np.testing.assert_allclose(five, want, rtol=rtol, atol=rtol * np.abs(want).max())
+    three = _group3(src, starts, taps, tap_starts[2:].ravel(), offs.size, offs, size)
+    np.testing.assert_array_equal(three, five[2:])  # the same sums in the same order
     if size < _simd.BLOCK_VECTORS * LANES[dtype]:
         return  # under correlate_sources' smallest block
-    for j in range(3):
+    for j in range(5):
         alone = _sources(src, starts, taps, tap_starts[j], offs.size, offs, size)
-        np.testing.assert_array_equal(alone, group[j])  # the same sums in the same order
+        np.testing.assert_array_equal(alone, five[j])
 
 
 @njit(cache=False)

@@ -72,8 +72,10 @@ from numba import njit
 from .._simd import (
     BLOCK_VECTORS,
     GROUP_OUTPUTS,
+    GROUP_OUTPUTS_WIDE,
     VECTOR_BYTES,
     correlate_group_3,
+    correlate_group_5,
     correlate_sources,
     dot_taps_1,
 )
@@ -176,11 +178,24 @@ def _same_inputs(table, o, count):  # pragma: no cover (compiled)
 
 
 @njit(cache=True, nogil=True)
+def _group_size(table, o):  # pragma: no cover (compiled)
+    """How many output maps from o on go through one correlation: ``GROUP_OUTPUTS_WIDE`` (5)
+    or ``GROUP_OUTPUTS`` (3) when that many read the same inputs as o, else 1."""
+    c_out = table.shape[0]
+    if o + GROUP_OUTPUTS_WIDE <= c_out and _same_inputs(table, o, GROUP_OUTPUTS_WIDE):
+        return GROUP_OUTPUTS_WIDE
+    if o + GROUP_OUTPUTS <= c_out and _same_inputs(table, o, GROUP_OUTPUTS):
+        return GROUP_OUTPUTS
+    return 1
+
+
+@njit(cache=True, nogil=True)
 def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compiled)
     """:func:`conv2d_forward` written into ``Y`` of shape (n, c_out, ho, wo). Output maps that
-    read the same inputs go ``GROUP_OUTPUTS`` at a time through
-    :func:`metricfit._simd.correlate_group_3` (each loaded input vector serves all of them:
-    C1's 15 maps, C3's last maps, which read every input), the others one at a time through
+    read the same inputs go five or three at a time through
+    :func:`metricfit._simd.correlate_group_5` or ``correlate_group_3`` (each loaded input
+    vector serves all of them: C1's 15 maps, C3's last maps, which read every input;
+    :func:`_group_size`), the others one at a time through
     :func:`metricfit._simd.correlate_sources`; small spans through :func:`_correlate_add`.
     Before them, :func:`._conv_rows.forward_by_rows` takes the images whose rows it suits
     (module docstring; the same bits)."""
@@ -191,13 +206,13 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
     X3 = X.reshape(n, c_in, h * w)
     taps = np.ascontiguousarray(W).reshape(c_out, c_in, kh * kw)
     offs = _tap_offsets(kh, kw, w)
-    acc = np.empty((GROUP_OUTPUTS, span), X.dtype)
+    acc = np.empty((GROUP_OUTPUTS_WIDE, span), X.dtype)
     out = np.empty(span, X.dtype)
     blocked = span >= BLOCK_VECTORS * VECTOR_BYTES // X.itemsize
     X_flat, W_flat, acc_flat = X3.reshape(X3.size), taps.reshape(taps.size), acc.reshape(acc.size)
     inputs, starts = np.empty(c_in, np.int64), np.empty(c_in, np.int64)
-    tap_starts = np.empty(GROUP_OUTPUTS * c_in, np.int64)
-    acc_starts = np.arange(GROUP_OUTPUTS) * span
+    tap_starts = np.empty(GROUP_OUTPUTS_WIDE * c_in, np.int64)
+    acc_starts = np.arange(GROUP_OUTPUTS_WIDE) * span
     lanes = VECTOR_BYTES // X.itemsize
     by_rows = images_by_rows(n, wo, w, lanes) if blocked else 0
     if by_rows:
@@ -214,8 +229,7 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
                 write_output(acc[0], b[o], out, Y[i, o], w, squash)
                 o += 1
                 continue
-            group = GROUP_OUTPUTS if o + GROUP_OUTPUTS <= c_out and _same_inputs(
-                table, o, GROUP_OUTPUTS) else 1
+            group = _group_size(table, o)
             k = 0
             for c in range(c_in):
                 if table[o, c]:
@@ -225,7 +239,10 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
                 starts[s] = (i * c_in + inputs[s]) * h * w
                 for j in range(group):  # tap_starts: a (group, k) matrix
                     tap_starts[j * k + s] = ((o + j) * c_in + inputs[s]) * kh * kw
-            if group > 1:
+            if group == GROUP_OUTPUTS_WIDE:
+                correlate_group_5(X_flat, starts[:k], W_flat, tap_starts[:group * k], kh * kw,
+                                  offs, span, acc_flat, acc_starts)
+            elif group == GROUP_OUTPUTS:
                 correlate_group_3(X_flat, starts[:k], W_flat, tap_starts[:group * k], kh * kw,
                                   offs, span, acc_flat, acc_starts)
             else:
