@@ -15,6 +15,7 @@ from metricfit.cnn.layers import (
     dense_forward,
     lenet_table,
 )
+from metricfit.cnn.network import INFER_IMAGES
 from metricfit.cnn.threads import CHUNK, DRIVER_MIN_THREADS, GRAIN, MIN_SPANS, map_spans, spans
 
 THREADS = (1, 2, 3, 5)  # 5 image blocks below: 1 and 5 threads take whole blocks, 2 and 3 units
@@ -63,6 +64,32 @@ def test_the_paper_network_gives_the_same_numbers_on_any_thread_count(dtype):
         np.testing.assert_array_equal(G, results[0][1])
         np.testing.assert_array_equal(E, results[0][2])
     assert np.isfinite(results[0][1]).all() and np.abs(results[0][1]).max() > 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_transform_in_spans_gives_the_forward_pass_numbers(dtype, monkeypatch):
+    """transform carries INFER_IMAGES images at a time through C1-S4 in each thread's own
+    arrays (37 images: spans of 16, 16 and 5 on one thread, the pool's spans on more): bit for
+    bit what forward gives on the same batch, on any thread count. forward's whole-batch path
+    is blocked while transform runs, so the spans are what is tested."""
+    net = ConvNetwork(network_spec((56, 46)))
+    rng = np.random.default_rng(8)
+    theta = net.init(rng)
+    X = rng.normal(size=(37, 56, 46)).astype(dtype)
+    with num_threads(1):
+        whole = net.forward(theta, X)[0]
+        halves = np.concatenate([net.forward(theta, X[:20])[0], net.forward(theta, X[20:])[0]])
+    assert 37 % INFER_IMAGES and INFER_IMAGES < 20
+
+    def blocked(*args, **kwargs):
+        raise AssertionError("transform took the whole-batch path")
+
+    monkeypatch.setattr(ConvNetwork, "_forward_layers", blocked)
+    monkeypatch.setenv("METRICFIT_KERNEL_THREADS", "pool")
+    for n in THREADS:
+        with num_threads(n):
+            np.testing.assert_array_equal(net.transform(theta, X, batch_size=37), whole)
+            np.testing.assert_array_equal(net.transform(theta, X, batch_size=20), halves)
 
 
 @pytest.mark.parametrize("threads", THREADS)

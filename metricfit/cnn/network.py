@@ -25,6 +25,7 @@ All parameters live in one flat vector ``theta`` (what the optimizer moves), lai
 layer in the order of ``ConvNetwork.shapes``; the network object holds only sizes.
 """
 
+import threading
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -32,14 +33,17 @@ from sklearn.utils import check_random_state
 
 from .._deprecation import deprecated_aliases
 from . import _drivers
-from ._workspace import empty
+from ._workspace import Workspace, empty
 from .layers import Conv2D, Dense, Subsample, Tanh, lenet_table
-from .threads import blas_single_threaded, map_spans
+from .threads import CHUNK, blas_single_threaded, drivers_run, map_spans
 
 __all__ = ["NetworkSpec", "network_spec", "ConvNetwork"]
 
 SMALL_INPUT = 28  # inputs smaller than this on a side get the small kernels
 S4_GRID = 5
+#: Images a thread carries through the per-image layers (C1-S4) at a time in
+#: :meth:`ConvNetwork.transform`: their maps in arrays of that many images, reused.
+INFER_IMAGES = CHUNK
 
 
 @dataclass(frozen=True)
@@ -286,7 +290,8 @@ class ConvNetwork:
         return self.pack(grads)
 
     def transform(self, theta, X, batch_size=256):
-        """``G_W(X)`` in batches of ``batch_size`` images (bounded memory), no cache kept."""
+        """``G_W(X)`` in batches of ``batch_size`` images (bounded memory), no cache kept:
+        the numbers of :meth:`forward`, bit for bit (:meth:`_infer_layers`)."""
         X = self._check_images(X)
         batch_size = max(1, int(batch_size))
         out = np.empty((X.shape[0], self.n_outputs), dtype=X.dtype)
@@ -294,7 +299,46 @@ class ConvNetwork:
         with blas_single_threaded():
             for start in range(0, X.shape[0], batch_size):
                 batch = np.ascontiguousarray(X[start:start + batch_size, None])
-                out[start:start + batch_size] = self._forward_layers(params, batch)
+                out[start:start + batch_size] = self._infer_layers(params, batch)
+        return out
+
+    def _infer_layers(self, params, batch):
+        """:meth:`_forward_layers` with no cache: the leading per-image layers (C1, S2, C3,
+        S4) run chained on spans of at most :data:`INFER_IMAGES` images, each thread in its
+        own arrays of that size, reused from span to span; only the last one's maps are kept
+        for the whole batch. A batch's feature maps (15 MB for C1 alone at 128 56x46 float32
+        images) are then never allocated: each call used to map them afresh, a few thousand
+        page faults, and the next layer read them back from memory. The same units, so the
+        same numbers. Where numba's drivers run the spans (:data:`.threads.DRIVER_MIN_THREADS`
+        threads and more), the batch goes through :meth:`_forward_layers`: the drivers take
+        whole-batch arrays."""
+        names = list(self.layers)
+        lead = 0
+        while lead < len(names) and hasattr(self.layers[names[lead]], "forward_units"):
+            lead += 1
+        n = batch.shape[0]
+        if lead == 0 or drivers_run(n):
+            return self._forward_layers(params, batch)
+        shape = batch.shape[1:]
+        for name in names[:lead]:
+            shape = self.layers[name].output_shape(shape)
+        kept = np.empty((n,) + shape, batch.dtype)
+        scratch = {}  # a thread's arrays: reused by its spans, freed with this call
+
+        def span(i0, i1):
+            workspace = scratch.setdefault(threading.get_ident(), Workspace())
+            for s0 in range(i0, i1, INFER_IMAGES):
+                s1 = min(i1, s0 + INFER_IMAGES)
+                out = batch[s0:s1]
+                for name in names[:lead]:
+                    out, _, run = self.layers[name].forward_units(params[name], out, workspace)
+                    run(0, s1 - s0)
+                kept[s0:s1] = out
+
+        map_spans(span, np.ones(n))
+        out = kept
+        for name in names[lead:]:
+            out, _ = self.layers[name].forward(params[name], out)
         return out
 
 

@@ -39,10 +39,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..parallel import blas_threads, get_threads, launch
+from ..parallel import blas_threads, get_threads, kernel_threads, launch
 
 __all__ = ["CHUNK", "get_num_threads", "num_threads", "map_chunks", "blas_single_threaded",
-           "n_threads", "spans", "map_spans"]
+           "n_threads", "spans", "map_spans", "drivers_run"]
 
 CHUNK = 16  # images per block of partial parameter gradients (and per map_chunks task)
 _THREADS = contextvars.ContextVar("metricfit_cnn_threads", default=None)
@@ -134,6 +134,19 @@ MIN_SPANS = 8  # ... and at least this many (a few threads: finer sharing when c
 DRIVER_MIN_THREADS = 12
 
 
+def _n_spans(threads):
+    """How many spans :func:`map_spans` asks :func:`spans` for on ``threads`` threads."""
+    return max(GRAIN * threads, MIN_SPANS) if threads > 1 else 1
+
+
+def drivers_run(n_units):
+    """Whether :func:`map_spans` over ``n_units`` units of equal cost would hand its spans to
+    a numba driver (given one) at this context's thread count, rather than to the pool."""
+    threads = get_num_threads()
+    n_spans = len(spans(np.ones(n_units), _n_spans(threads)))
+    return n_spans > 1 and kernel_threads(n_spans, threads, DRIVER_MIN_THREADS) > 0
+
+
 def map_spans(fn, costs, driver=None, args=()):
     """``fn(start, stop)`` on each of the :func:`spans` of ``costs`` (``GRAIN`` spans per
     thread, at least ``MIN_SPANS``; one span on one thread), run by :func:`get_num_threads`
@@ -148,7 +161,7 @@ def map_spans(fn, costs, driver=None, args=()):
     where :func:`metricfit.parallel.kernel_threads` allows (one launch from compiled code
     instead of a GIL turn a span); the results are then None."""
     threads = get_num_threads()
-    parts = spans(costs, max(GRAIN * threads, MIN_SPANS) if threads > 1 else 1)
+    parts = spans(costs, _n_spans(threads))
     if len(parts) <= 1:
         return [fn(a, b) for a, b in parts]
     if driver is not None:
