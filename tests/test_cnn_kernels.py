@@ -6,7 +6,7 @@ import pytest
 from _reference import central_differences
 from scipy.signal import convolve2d, correlate2d
 
-from metricfit.cnn import _kernels, lenet_table
+from metricfit.cnn import _kernels, _squash, lenet_table
 from metricfit.cnn.layers import Conv2D, Dense, Subsample, Tanh
 
 # -- slow twins ---------------------------------------------------------------------------
@@ -251,6 +251,26 @@ def test_tanh32_is_float32_tanh():
     y64 = np.empty(x.size)  # float64: the C library's tanh (NumPy's may round differently)
     _kernels.squash_into(x.astype(np.float64), 0.5, y64, True)
     np.testing.assert_allclose(y64, np.tanh(x.astype(np.float64) + 0.5), rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("squash", [True, False])
+def test_squash_with_a_bias_per_element_is_squash_map_by_map(dtype, squash):
+    """squash_add_into (the subsampling's tanh over all of an image's maps, one bias per map
+    spread over its outputs) gives squash_into's numbers map by map, bit for bit; zeros of
+    either sign included."""
+    rng = np.random.default_rng(9)
+    src = rng.normal(scale=3, size=(7, 25)).astype(dtype)
+    src[0, :4] = [0.0, -0.0, 1e-5, -1e-5]
+    bias = rng.normal(size=7).astype(dtype)
+    bias[1] = -0.0
+    got = np.empty(src.size, dtype)
+    _squash.squash_add_into(src.ravel(), np.repeat(bias, 25), got, squash)
+    want = np.empty_like(src)
+    for c in range(7):
+        _kernels.squash_into(src[c], bias[c], want[c], squash)
+    np.testing.assert_array_equal(got, want.ravel())
+    assert np.array_equal(np.signbit(got), np.signbit(want.ravel()))
 
 
 # -- connection table ---------------------------------------------------------------------

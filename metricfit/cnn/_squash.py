@@ -17,7 +17,7 @@ from numba import njit
 
 from .._simd import multiply_add
 
-__all__ = ["tanh32", "squash_into", "write_output", "TANH32_CLAMP"]
+__all__ = ["tanh32", "squash_into", "squash_add_into", "write_output", "TANH32_CLAMP"]
 
 _F32 = np.float32
 TANH32_CLAMP = _F32(7.90531110763549805)  # tanh32 of it rounds to < 1 in float32
@@ -67,6 +67,25 @@ def squash_into(src, bias, dst, squash):  # pragma: no cover (compiled)
     else:
         for p in range(n):
             dst[p] = np.tanh(src[p] + bias)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def squash_add_into(src, bias, dst, squash):  # pragma: no cover (compiled)
+    """:func:`squash_into` with a bias for each element (``bias``: the length of ``dst``), so
+    that one loop runs over several maps: a map of S4's 25 outputs is too short for the
+    vector loop (16 lanes, unrolled four times), and its tanh ran element by element (0.49 of
+    S4's 1.27 ms forward on a batch of 128 images, one thread). The same numbers as
+    :func:`squash_into` map by map."""
+    n = dst.size
+    if not squash:
+        for p in range(n):
+            dst[p] = src[p] + bias[p]
+    elif dst.itemsize == 4:
+        for p in range(n):
+            dst[p] = tanh32(src[p] + bias[p])
+    else:
+        for p in range(n):
+            dst[p] = np.tanh(src[p] + bias[p])
 
 
 @njit(cache=True, nogil=True)

@@ -7,7 +7,7 @@ optionally followed by tanh (:mod:`._squash`), forward and hand-written backward
 import numpy as np
 from numba import njit
 
-from ._squash import squash_into
+from ._squash import squash_add_into
 
 LANES = 16  # partial sums per map in the subsampling's coefficient and bias gradients
 
@@ -58,16 +58,22 @@ def _window_sums(row_sums, sw, out):  # pragma: no cover (compiled)
 def subsample_forward_into(X, coef, bias, sh, sw, Y, means, squash):  # pragma: no cover
     """:func:`subsample_forward` written into ``Y`` and ``means`` (n, m, h // sh, w // sw).
     Per map: the ``sh`` rows of each window row added first (contiguous slices, in order),
-    then the ``sw`` columns of those sums (:func:`_window_sums`, over the whole map at once);
-    coefficient, bias and tanh then over the whole map."""
+    then the ``sw`` columns of those sums (:func:`_window_sums`, over the whole map at once),
+    then the coefficient; the bias and tanh then over all of an image's maps at once
+    (:func:`._squash.squash_add_into`: one loop long enough to vectorise)."""
     n, m, h, w = X.shape
     ho, wo = h // sh, w // sw
+    size = ho * wo
     row = wo * sw  # columns beyond the last whole window are dropped
     inv = 1.0 / (sh * sw)
     X3 = X.reshape(n, m, h * w)
     row_sums = np.empty(ho * row, X.dtype)
-    sums = np.empty(ho * wo, X.dtype)
-    pre = np.empty(ho * wo, X.dtype)
+    sums = np.empty(size, X.dtype)
+    pre = np.empty(m * size, X.dtype)
+    biases = np.empty(m * size, X.dtype)  # bias[c] at each of map c's outputs
+    for c in range(m):
+        for k in range(size):
+            biases[c * size + k] = bias[c]
     for i in range(n):
         for c in range(m):
             x = X3[i, c]
@@ -81,11 +87,12 @@ def subsample_forward_into(X, coef, bias, sh, sw, Y, means, squash):  # pragma: 
                     for j in range(row):
                         dst[j] += src[j]
             _window_sums(row_sums, sw, sums)
-            mean = means[i, c].reshape(ho * wo)
-            for k in range(ho * wo):
+            mean = means[i, c].reshape(size)
+            scaled = pre[c * size:(c + 1) * size]
+            for k in range(size):
                 mean[k] = sums[k] * inv
-                pre[k] = coef[c] * mean[k]
-            squash_into(pre, bias[c], Y[i, c].reshape(ho * wo), squash)
+                scaled[k] = coef[c] * mean[k]
+        squash_add_into(pre, biases, Y[i].reshape(m * size), squash)
 
 
 def subsample_backward(means, coef, dY, h, w, sh, sw, Y=None):
