@@ -127,10 +127,13 @@ def test_column_starts_and_spare_lanes():
     np.testing.assert_array_equal(_conv_rows.column_starts(40, 16), [0, 16, 24])
     np.testing.assert_array_equal(_conv_rows.column_starts(32, 16), [0, 16])
     np.testing.assert_array_equal(_conv_rows.column_starts(15, 8), [0, 7])
-    assert _conv_rows.few_spare_lanes(15, 16) and _conv_rows.few_spare_lanes(32, 16)
-    assert not _conv_rows.few_spare_lanes(40, 16)  # C1: three vectors for 40 columns
-    assert not _conv_rows.few_spare_lanes(20, 16)  # C3's input gradient: two for 20
-    assert _conv_rows.few_spare_lanes(46, 16) and _conv_rows.few_spare_lanes(15, 8)
+    few, spare = _conv_rows.few_spare_lanes, _conv_rows.SPARE_LANES
+    assert few(15, 16, spare) and few(32, 16, spare)
+    assert not few(40, 16, spare)  # C1: three vectors for 40 columns
+    assert not few(20, 16, spare)  # C3's input gradient: two for 20
+    assert few(46, 16, spare) and few(15, 8, spare)
+    weight = _conv_rows.WEIGHT_SPARE_LANES  # the weight gradient: C1's 40, not 37 or 20
+    assert few(40, 16, weight) and not few(37, 16, weight) and not few(20, 16, weight)
 
 
 def _layer(dtype, n, c_in, c_out, h, w, k, table, rng):
@@ -215,7 +218,7 @@ def _grid(dtype, n, c_out, ho, wo, w, pad, rng):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n, h, w, k", [
     (5, 25, 20, 6),   # C3: rows (15 columns, the last image flat in float32)
-    (3, 56, 46, 7),   # C1: a 7-row kernel, flat
+    (3, 56, 46, 7),   # C1: a 7-row kernel (one pass on AVX-512), 40 columns: rows
     (4, 22, 21, 6),   # 16 columns: one whole float32 vector, two float64
     (1, 25, 20, 6),   # one image: flat where a row is short
     (3, 31, 40, 4),   # 37 columns: flat (3 vectors of 16 for 37)
@@ -293,7 +296,8 @@ def test_row_blocks_and_triples_match_finite_differences(squash):
     W = 0.2 * rng.normal(size=(45, 15, 6, 6))
     b = rng.normal(size=45)
     R = rng.normal(size=(2, 45, 19, 15))
-    assert _conv_rows.images_by_rows(2, 15, 20, LANES[np.float64]) == 2  # rows, not flat
+    by_rows = _conv_rows.images_by_rows(2, 15, 20, LANES[np.float64], _conv_rows.SPARE_LANES)
+    assert by_rows == 2  # rows, not flat
 
     def loss(_):
         return float((R * _conv_kernels.conv2d_forward(X, W, b, table, squash)).sum())

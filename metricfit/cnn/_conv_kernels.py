@@ -81,6 +81,7 @@ from .._simd import (
 )
 from ._conv_groups import input_grad_grouped
 from ._conv_rows import (
+    SPARE_LANES,
     forward_by_rows,
     images_by_rows,
     input_grad_by_rows,
@@ -214,7 +215,7 @@ def conv2d_forward_into(X, W, b, table, Y, squash):  # pragma: no cover (compile
     tap_starts = np.empty(GROUP_OUTPUTS_WIDE * c_in, np.int64)
     acc_starts = np.arange(GROUP_OUTPUTS_WIDE) * span
     lanes = VECTOR_BYTES // X.itemsize
-    by_rows = images_by_rows(n, wo, w, lanes) if blocked else 0
+    by_rows = images_by_rows(n, wo, w, lanes, SPARE_LANES) if blocked else 0
     if by_rows:
         forward_by_rows(X_flat, taps.reshape(taps.size), b, table, Y, squash, (c_in, h, w),
                         kh, kw, by_rows, out)
@@ -422,7 +423,7 @@ def _input_grad_into(W, Gp, table, w, dX):  # pragma: no cover (compiled)
     offs = _tap_offsets(kh, kw, w)
     hw, width = dX.shape[2], Gp.shape[2]
     lanes = VECTOR_BYTES // Gp.itemsize
-    if hw >= BLOCK_VECTORS * lanes and images_by_rows(n, w, w, lanes) == n:
+    if hw >= BLOCK_VECTORS * lanes and images_by_rows(n, w, w, lanes, SPARE_LANES) == n:
         input_grad_by_rows(flipped, Gp, table, kh, kw, w, dX)
         return
     if hw >= BLOCK_VECTORS * lanes:

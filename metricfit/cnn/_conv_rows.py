@@ -55,11 +55,11 @@ from .._simd import (
 )
 from ._squash import write_output
 
-__all__ = ["ROWS", "NARROW_ROWS", "SPARE_LANES", "WEIGHT_ROWS_MAX_KERNEL", "column_starts",
+__all__ = ["ROWS", "NARROW_ROWS", "SPARE_LANES", "WEIGHT_SPARE_LANES", "column_starts",
            "correlate_columns", "few_spare_lanes", "images_by_rows", "forward_by_rows",
-           "input_grad_by_rows", "weight_grad_rows", "weight_block_sizes", "weight_grad_flat",
-           "weight_grad_pair", "correlate_rows_1", "correlate_rows_2", "correlate_rows_3",
-           "rows_per_block"]
+           "input_grad_by_rows", "weight_grad_rows", "weight_block_sizes",
+           "weight_rows_max_kernel", "weight_grad_flat", "weight_grad_pair", "correlate_rows_1",
+           "correlate_rows_2", "correlate_rows_3", "rows_per_block"]
 
 ROWS = 6  # output rows a block where the target has 32 vector registers (AVX-512)
 NARROW_ROWS = 2  # with 16 (AVX2): 2 rows x 3 vectors x 2 registers a 64-byte vector
@@ -185,25 +185,29 @@ correlate_rows_3.__doc__ = """:func:`correlate_rows_1` for three column vectors.
 
 
 SPARE_LANES = 0.1  # the share of lanes past a row's width (or computed twice) that rows allow
+# in the forward pass and the input gradient, ...
+WEIGHT_SPARE_LANES = 0.25  # ... and in the weight gradient, whose rows save more loads: C1's
+# 40 columns in three vectors of 16 (1.2x the lanes) took 5.6 against 8.4 ms a batch in rows
+# (float32, blocks of 16 images, one thread), while its forward pass took 9.4 against 7.9
 
 
 @njit(cache=True, nogil=True)
-def few_spare_lanes(width, lanes):  # pragma: no cover (compiled)
+def few_spare_lanes(width, lanes, spare):  # pragma: no cover (compiled)
     """Whether the column vectors of a row of ``width`` (:func:`column_starts`) compute at
-    most :data:`SPARE_LANES` more lanes than the row has: otherwise the flat blocks, which
-    compute none, are faster (C3's input gradient, 20 columns in two vectors of 16: 1.6x
-    the lanes, 15.4 against 14.0 ms a batch)."""
-    return -(-width // lanes) * lanes <= (1 + SPARE_LANES) * width
+    most ``spare`` (:data:`SPARE_LANES`, :data:`WEIGHT_SPARE_LANES`) more lanes than the row
+    has: otherwise the flat blocks, which compute none, are faster (C3's input gradient, 20
+    columns in two vectors of 16: 1.6x the lanes, 15.4 against 14.0 ms a batch)."""
+    return -(-width // lanes) * lanes <= (1 + spare) * width
 
 
 @njit(cache=True, nogil=True)
-def images_by_rows(n, cols, w, lanes):  # pragma: no cover (compiled)
+def images_by_rows(n, cols, w, lanes, spare):  # pragma: no cover (compiled)
     """How many of n images (the first ones) suit blocks of rows whose rows hold ``cols``
     valid columns in rows ``w`` wide: none unless a vector fits in a row and the column
-    vectors have few lanes to spare (:func:`few_spare_lanes`); all of them where a row holds
-    a whole vector; else all but the last (a lane past a short row reads the next map, and
-    past the last image's end)."""
-    if lanes > w or not few_spare_lanes(cols, lanes):
+    vectors have few lanes to spare (:func:`few_spare_lanes` with ``spare``); all of them
+    where a row holds a whole vector; else all but the last (a lane past a short row reads the
+    next map, and past the last image's end)."""
+    if lanes > w or not few_spare_lanes(cols, lanes, spare):
         return 0
     return n if cols >= lanes else max(n - 1, 0)
 
@@ -303,16 +307,28 @@ def input_grad_by_rows(flipped, Gp, table, kh, kw, w, dX):  # pragma: no cover (
                               chunks, dX_flat, w, out_cols)
 
 
-WEIGHT_ROWS_MAX_KERNEL = 6  # kernel rows up to which the weight gradient takes row blocks:
-# C1's 7 rows take a pass of 6 and one of 1 (no reuse), 40.9 against 20.0 ms a batch in
-# float64 (5 whole vectors a row); C3's 6: 10.0-10.7 against 13.0-14.7 ms in float32
-
-
 def weight_block_sizes(context):
-    """``(R, (U, ...))``: rows of Ge a block and the kernel rows a pass takes (the largest
-    that fits what is left of the kernel first): 8 and (6, 1) with 32 vector registers, 3
-    and (3, 1) with 16."""
-    return (8, (6, 1)) if wide_registers(context) else (3, (3, 1))
+    """``(R, (U, ...), K)``: rows of Ge a block, the kernel rows a pass takes (the largest
+    that fits what is left of the kernel first) and the most kernel rows for which the weight
+    gradient takes row blocks at all. With 32 vector registers: 8, (7, 6, 1) and 7 (seven
+    kernel rows: 14 accumulators, 8 rows of Ge and a source row, 23 registers). With 16: 3,
+    (3, 1) and 6. Which pass takes a kernel row does not change its sums. Measured (one
+    thread, blocks of 16 images, float32 / float64): C3's 6 rows in one pass, 10.0-10.7
+    against 13.0-14.7 ms a batch flat (float32); C1's 7 in one pass (AVX-512), 5.6 / 10.9
+    against 8.4 / 18.2 flat (6 + 1 rows had taken 40.9 against 20.0 in float64); C1's 7 in
+    passes of 3, 3 and 1 (AVX2, compiled for ``haswell`` on the same Xeon), 17.7 / 27.4
+    against 12.2 / 23.7 flat: there C1 stays flat."""
+    return (8, (7, 6, 1), 7) if wide_registers(context) else (3, (3, 1), 6)
+
+
+@intrinsic
+def weight_rows_max_kernel(typingctx):
+    """The most kernel rows for which the weight gradient takes row blocks on the target
+    numba compiles for (:func:`weight_block_sizes`): a constant in the compiled code."""
+    def codegen(context, builder, signature, args):
+        return context.get_constant(types.intp, weight_block_sizes(context)[2])
+
+    return types.intp(), codegen
 
 
 @intrinsic
@@ -346,7 +362,7 @@ def weight_grad_rows(typingctx, G, X, g_start, x_start, n_images, g_step, x_step
         zero = ir.Constant(vec, [ir.Constant(item, 0.0)] * lanes)
         const = lambda value: ir.Constant(intp, value)  # noqa: E731
         lane_ids = ir.Constant(ir.VectorType(intp, lanes), [const(lane) for lane in range(lanes)])
-        rows, passes = weight_block_sizes(context)
+        rows, passes, _ = weight_block_sizes(context)
 
         def index(arr, i, ty):
             return context.cast(builder, builder.load(builder.gep(arr.data, [i])), ty, types.intp)
@@ -438,12 +454,14 @@ def weight_grad_flat(G, X, starts, n, steps, span, offs, out):  # pragma: no cov
 def weight_grad_pair(G, X, starts, n, steps, w, span, kh, kw, offs, out):  # pragma: no cover
     """The weight gradient of one connected pair (o, c) over n images into ``out`` (kh kw):
     :func:`weight_grad_rows` where a row of Ge holds its vectors with few lanes to spare
-    (:func:`few_spare_lanes`: C3's 15 columns; not C1's 40) and the kernel's rows fit one
-    pass (:data:`WEIGHT_ROWS_MAX_KERNEL`), else :func:`weight_grad_flat`.
+    (:func:`few_spare_lanes` with :data:`WEIGHT_SPARE_LANES`: C3's 15 columns, C1's 40) and
+    the kernel has at most :func:`weight_rows_max_kernel` rows (7 on AVX-512, 6 on AVX2), else
+    :func:`weight_grad_flat`.
     Where a row is shorter than a vector, the last image takes the flat form (its spare
     lanes would read past X) and its sums are added to the rows' (a fixed order)."""
     lanes, wo = VECTOR_BYTES // X.itemsize, w - kw + 1
-    by_rows = images_by_rows(n, wo, w, lanes) if kh <= WEIGHT_ROWS_MAX_KERNEL else 0
+    by_rows = (images_by_rows(n, wo, w, lanes, WEIGHT_SPARE_LANES)
+               if kh <= weight_rows_max_kernel() else 0)
     if by_rows == 0:
         weight_grad_flat(G, X, starts, n, steps, span, offs, out)
         return
