@@ -3,9 +3,11 @@ forward pass, the spread of dL/dY, the weight gradient and the input gradient, o
 batch (128 images of 56x46, as ``bench_cnn.py``), float32 and float64.
 
 Each kernel is called alone on the whole batch (no pool, no driver), ``--repeats`` times after
-one warm call; medians, ms. C1's input gradient is timed too, although a training step does
-not compute it (C1's input is the data). Prints numba's target and the BLAS libraries
-(threadpoolctl).
+one warm call; medians, ms. The weight gradient runs as a training step runs it: every unit of
+(block of 16 images, output map), which keeps a block's maps in cache across the taps (called
+on all 128 images at once it streamed them from memory for each pass over the taps). C1's
+input gradient is timed too, although a training step does not compute it (C1's input is the
+data). Prints numba's target and the BLAS libraries (threadpoolctl).
 
     python benchmarks/conv_kernels.py [--repeats 15] [--dtype float32 float64]
 """
@@ -20,7 +22,9 @@ import numpy as np
 from threadpoolctl import threadpool_info
 
 from metricfit.cnn import _conv_kernels as kernels
+from metricfit.cnn._conv_units import conv2d_weight_units
 from metricfit.cnn.layers import lenet_table
+from metricfit.cnn.threads import CHUNK
 from metricfit.parallel import numba_target
 
 N_IMAGES = 128
@@ -51,12 +55,15 @@ def layer_times(dtype, layer, repeats, rng):
     dY = rng.standard_normal(Y.shape).astype(dtype)
     pad = (k - 1) * w + k - 1
     Gp = np.zeros(kernels.grid_shape(X.shape, W.shape, True), dtype)
-    X3, dX = X.reshape(n, c_in, h * w), np.empty((n, c_in, h * w), dtype)
+    dX = np.empty((n, c_in, h * w), dtype)
     out = {"forward": median_ms(kernels.conv2d_forward_into, X, W, np.zeros(c_out, dtype),
                                 table, Y, True, repeats=repeats),
            "spread": median_ms(kernels._spread_into, dY, Y, w, pad, Gp, repeats=repeats)}
-    out["weight gradient"] = median_ms(kernels._weight_grad, X3, Gp, pad, table, k, k, w,
-                                       repeats=repeats)
+    n_blocks = -(-n // CHUNK)  # the weight units of a training step: (block of 16, map)
+    dW = np.zeros((n_blocks, c_out, c_in, k * k), dtype)
+    db = np.zeros((n_blocks, c_out), dtype)
+    out["weight gradient"] = median_ms(conv2d_weight_units, X, Gp, pad, table, k, k, CHUNK, 0,
+                                       n_blocks * c_out, dW, db, repeats=repeats)
     out["input gradient"] = median_ms(kernels._input_grad_into, W, Gp, table, w, dX,
                                       repeats=repeats)
     return out
