@@ -48,20 +48,21 @@ def _sources(src, starts, taps, tap_starts, n_taps, offs, size):  # pragma: no c
     return out
 
 
-@njit(cache=False)
-def _group3(src, starts, taps, tap_starts, n_taps, offs, size):  # pragma: no cover
-    out = np.full(3 * size, np.nan, src.dtype)
-    _simd.correlate_group_3(src, starts, taps, tap_starts, n_taps, offs, size, out,
-                            np.arange(3) * size)
-    return out.reshape(3, size)
+def _group(correlate_group, count):
+    """A compiled caller of ``correlate_group`` (outputs of ``count`` maps) into a fresh
+    (count, size) array."""
+    @njit(cache=False)
+    def run(src, starts, taps, tap_starts, n_taps, offs, size):  # pragma: no cover
+        out = np.full(count * size, np.nan, src.dtype)
+        correlate_group(src, starts, taps, tap_starts, n_taps, offs, size, out,
+                        np.arange(count) * size)
+        return out.reshape(count, size)
+
+    return run
 
 
-@njit(cache=False)
-def _group5(src, starts, taps, tap_starts, n_taps, offs, size):  # pragma: no cover
-    out = np.full(5 * size, np.nan, src.dtype)
-    _simd.correlate_group_5(src, starts, taps, tap_starts, n_taps, offs, size, out,
-                            np.arange(5) * size)
-    return out.reshape(5, size)
+_group3 = _group(_simd.correlate_group_3, 3)
+_group5 = _group(_simd.correlate_group_5, 5)
 
 
 def _dot_case(dtype, span, n, rng):
