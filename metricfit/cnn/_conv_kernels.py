@@ -54,9 +54,10 @@ faster than the loop below for C3, per chunk of 16 images). The bias gradient is
 product against ones. Spans shorter than one vector take :func:`_weight_grad_tiled`:
 ``buf[tap, p] += Ge_no[p] x_nc[p + off]`` over the images n (a vectorised AXPY) in tiles of
 ``TILE`` = 128 positions, four images per pass, each ``buf`` row summed once at the end.
-Where rows suit as in the forward pass and the kernel has at most six rows (C3), the weight
-gradient runs in blocks of rows of Ge instead (:func:`._conv_rows.weight_grad_rows`: each
-tap's lanes are then a row's columns, another order of the sums); the input gradient takes
+Where a row holds whole vectors with at most a quarter of lanes to spare and the kernel has
+at most seven rows (six on AVX2; C3 and C1), the weight gradient runs in blocks of rows of Ge
+instead (:func:`._conv_rows.weight_grad_pair`: each tap's lanes are then a row's columns,
+another order of the sums); the input gradient takes
 three input maps at a time where they share their output maps (:mod:`._conv_groups`, the
 same bits).
 

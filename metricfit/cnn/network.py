@@ -307,8 +307,9 @@ class ConvNetwork:
         S4) run chained on spans of at most :data:`INFER_IMAGES` images, each thread in its
         own arrays of that size, reused from span to span; only the last one's maps are kept
         for the whole batch. A batch's feature maps (15 MB for C1 alone at 128 56x46 float32
-        images) are then never allocated: each call used to map them afresh, a few thousand
-        page faults, and the next layer read them back from memory. The same units, so the
+        images) are then never allocated: depending on what the process held, a call could map
+        them afresh (3,506 page faults a call in ``benchmarks/transform_memory.py
+        --workspace``), and the next layer read them back from memory. The same units, so the
         same numbers. Where numba's drivers run the spans (:data:`.threads.DRIVER_MIN_THREADS`
         threads and more), the batch goes through :meth:`_forward_layers`: the drivers take
         whole-batch arrays."""
