@@ -12,7 +12,7 @@ a :class:`metricfit.cnn._workspace.Workspace` that keeps its arrays (as a traini
 between which a fit may score a validation set). How many pages a whole-batch call maps
 afresh depends on what else the process holds and in which order it was allocated (C's
 ``malloc`` returns freed blocks to the system or keeps them): with ``--workspace``, on the
-2-core machine, 3,505 a call from the second round on; without, none.
+2-core machine, 3,505-3,507 a call from the second round on; without, none.
 
     python benchmarks/transform_memory.py [--threads 1 2] [--repeats 15] [--rounds 3]
         [--workspace]
