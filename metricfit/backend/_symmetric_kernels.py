@@ -9,10 +9,11 @@ ms; alone, in a tight loop, both forms cost the same; docs/results/timing.md). P
 twin: ``np.triu(a) + np.triu(a, 1).T``.
 """
 
+import numpy as np
 from numba import njit
 
-#: Side of the square tiles of :func:`symmetric_mean`.
-TILE = 32
+#: Rows of T (and its columns copied as rows) a pass of :func:`symmetric_mean` takes.
+PANEL = 8
 
 
 @njit(cache=True, nogil=True)
@@ -24,6 +25,17 @@ def mirror_upper(a):  # pragma: no cover (compiled)
         for j in range(i):
             a[i, j] = a[j, i]
     return a
+
+
+@njit(cache=True, nogil=True)
+def transposed_panel(S, extra, i0, i1, panel):  # pragma: no cover (compiled)
+    """``panel[a, j] = T[j, i0 + a]`` for ``i0 <= i0 + a < i1`` and every j, ``T = S +
+    extra`` (``extra`` of size 0: ``T = S``): the columns i0..i1-1 of T as rows, read a row
+    of T at a time, so that the loops over j that need ``T[j, i]`` run on a contiguous row."""
+    add = extra.size > 0
+    for j in range(S.shape[0]):
+        for i in range(i0, i1):
+            panel[i - i0, j] = S[j, i] + extra[j, i] if add else S[j, i]
 
 
 @njit(cache=True, nogil=True)
@@ -50,17 +62,23 @@ def add_group_sums(AW, P, AMA, M, n, c, nc, between, within, first):  # pragma: 
 @njit(cache=True, nogil=True)
 def symmetric_mean(S, extra, scale, out):  # pragma: no cover (compiled)
     """``out = 0.5 (T + T^T) / scale`` with ``T = S + extra`` (``extra`` of size 0: ``T =
-    S``), square tiles of :data:`TILE` at a time (the transposed reads stay in the cache);
-    the operations those of ``0.5 * (T + T.T) / scale``, each pair computed once, so ``out``
-    is exactly symmetric (``t_ij + t_ji`` is ``t_ji + t_ij``)."""
+    S``), :data:`PANEL` rows at a time, the matching columns of T first copied as rows
+    (:func:`transposed_panel`), so that every inner loop reads rows and vectorises (d = 256
+    on the 2-core machine: 0.18 -> 0.12 ms with ``extra``, 0.18 -> 0.09 without; the square
+    tiles of each pair computed once before; ``docs/results/timing.md``); the operations
+    those of ``0.5 * (T + T.T) / scale``. ``out`` is exactly symmetric:
+    ``out[j, i]`` adds ``t_ji + t_ij``, the same number as ``t_ij + t_ji``."""
     d = S.shape[0]
     add = extra.size > 0
-    for i0 in range(0, d, TILE):
-        for j0 in range(i0, d, TILE):
-            for i in range(i0, min(i0 + TILE, d)):
-                for j in range(max(j0, i), min(j0 + TILE, d)):
-                    t_ij = S[i, j] + extra[i, j] if add else S[i, j]
-                    t_ji = S[j, i] + extra[j, i] if add else S[j, i]
-                    v = (0.5 * (t_ij + t_ji)) / scale
-                    out[i, j] = v
-                    out[j, i] = v
+    panel = np.empty((min(PANEL, d), d))
+    for i0 in range(0, d, PANEL):
+        i1 = min(i0 + PANEL, d)
+        transposed_panel(S, extra, i0, i1, panel)
+        for i in range(i0, i1):
+            t_t = panel[i - i0]
+            if add:
+                for j in range(d):
+                    out[i, j] = (0.5 * ((S[i, j] + extra[i, j]) + t_t[j])) / scale
+            else:
+                for j in range(d):
+                    out[i, j] = (0.5 * (S[i, j] + t_t[j])) / scale
