@@ -6,6 +6,8 @@ import tracemalloc
 import numpy as np
 import pytest
 from _reference import central_differences, nca_cost_grad_ref, relative_error
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.special import softmax
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
@@ -14,6 +16,7 @@ from sklearn.neighbors import NeighborhoodComponentsAnalysis
 
 from metricfit import NCA
 from metricfit.losses import nca
+from metricfit.losses._simd_rows import dot_lanes_twin
 from metricfit.mappings import MLP, Linear, Tanh
 
 
@@ -73,6 +76,70 @@ def test_far_apart_points_underflow_cleanly(rng):
         J, G = nca.cost_grad(np.eye(3), X, y.astype(np.int64), 6)
     assert np.isfinite(G).all()
     assert J == pytest.approx(-20, abs=1e-6)
+
+
+def shifted_logits_twin(S, sq_norms, start):
+    """The plain loop ``shifted_logits`` replaced, in NumPy: each distance formed in float64
+    (``(sq_i + sq_j)`` in the rows' dtype, then ``- 2.0 S``), clamped at 0, stored in S's
+    dtype; ``min_{l != i} d_il`` of the float64 distances minus the stored ones."""
+    out = np.empty_like(S)
+    for i in range(S.shape[0]):
+        g = start + i
+        d = np.maximum((sq_norms[g] + sq_norms).astype(np.float64) - 2.0 * S[i], 0.0)
+        nearest = np.min(np.delete(d, g)) if d.size > 1 else np.inf
+        out[i] = nearest - d.astype(S.dtype).astype(np.float64)
+        out[i, g] = -np.inf
+    return out
+
+
+def dot_lanes(row):
+    """The sum of a row in ``pair_dot``'s lane order (``dot_lanes_twin`` with ones)."""
+    return dot_lanes_twin(row, np.ones_like(row))
+
+
+def neighbour_weights_twin(E, codes, start):
+    """``neighbour_weights`` in NumPy: W in E's dtype and p; the row's total in ``pair_dot``'s
+    lane order, the identity's share one entry after the other (``r_i``: ``dot_lanes`` of
+    W's stored rows)."""
+    W, p = np.empty_like(E), np.empty(E.shape[0])
+    for i in range(E.shape[0]):
+        g = start + i
+        total = dot_lanes(E[i])
+        same = 0.0
+        for j in np.flatnonzero(codes == codes[g]):
+            same = same + float(E[i, j])
+        p[i] = same / total
+        m = (codes == codes[g]).astype(np.float64)
+        m[g] = 0.0
+        W[i] = (E[i].astype(np.float64) * (1.0 / total)) * (m - p[i])
+    return W, p
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), n=st.integers(2, 70), k=st.integers(1, 6),
+       n_ids=st.integers(1, 5), dtype=st.sampled_from([np.float32, np.float64]))
+def test_the_weight_kernels_equal_their_numpy_twins(seed, n, k, n_ids, dtype):
+    """shifted_logits (a row minimum on 16 lanes: the same number as the plain loop's) and
+    neighbour_weights (sums on vector lanes in a fixed order), bit for bit, on rows of any
+    length around the lanes (n from 2 to 70) and a block that starts inside the points."""
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(n, k)).astype(dtype)
+    codes = rng.integers(0, n_ids, size=n).astype(np.int64)
+    start = int(rng.integers(0, n))
+    rows = Z[start:start + int(rng.integers(1, n - start + 1))]
+    sq_norms = np.einsum("ij,ij->i", Z, Z)
+    S = rows @ Z.T
+    want = shifted_logits_twin(S, sq_norms, start)
+    nca.shifted_logits(S, sq_norms, start)
+    np.testing.assert_array_equal(S, want)
+    E = np.exp(S)
+    W, p = neighbour_weights_twin(E, codes, start)
+    got_p, got_r = np.empty(E.shape[0]), np.empty(E.shape[0])
+    members = nca.identity_members(codes)
+    nca.neighbour_weights(E, codes, start, *members, np.ones((1, n), dtype), got_p, got_r)
+    np.testing.assert_array_equal(E, W)
+    np.testing.assert_array_equal(got_p, p)
+    np.testing.assert_array_equal(got_r, [dot_lanes(row) for row in E])
 
 
 @pytest.mark.parametrize("n, d, k, n_ids", SHAPES)

@@ -61,7 +61,9 @@ d < 2k: ``dJ/dA = 2 A (X^T diag(r + c) X - M - M^T)`` with ``M = X^T W X`` summe
 ``X_B^T (W_B X)``, two (n x n) GEMMs in all (:func:`cost_grad`), as many as scikit-learn's
 n x n computation.
 The softmax is shifted by the row's smallest distance, so ``exp`` never overflows; sums are
-accumulated in float64 also for float32 data.
+accumulated in float64 also for float32 data, a row's total and its sum of weights on vector
+lanes in a fixed order (:func:`metricfit.losses._simd_rows.pair_dot`), so that they vectorise
+and give the same bits on every CPU and thread count.
 
 Threads: a block's work runs on :func:`metricfit.get_threads` threads over fixed units of
 ``UNIT_ROWS`` rows (the rows of W are independent): each unit computes its Gram rows, the
@@ -78,6 +80,7 @@ import numpy as np
 from numba import njit
 
 from ..parallel import blas_threads, get_threads, map_blocks
+from ._simd_rows import pair_dot
 
 __all__ = ["cost_grad_embedded", "cost_grad", "objective", "default_block_rows"]
 
@@ -85,6 +88,7 @@ BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
 MIN_BLOCK_ROWS = 64  # fewer rows make W_B^T Z_B a thin, memory-bound update of all of Z
 UNIT_ROWS = 128  # rows per work unit of the numba kernels (fixed: not the thread count)
 UNIT_COLUMNS = 512  # columns per work unit of W^T Z / X_B^T (W_B X)
+MIN_LANES = 16  # lanes of shifted_logits' row minimum (two vectors of eight float64)
 
 
 def default_block_rows(n_samples, itemsize):
@@ -95,50 +99,80 @@ def default_block_rows(n_samples, itemsize):
 @njit(cache=True, nogil=True)
 def shifted_logits(S, sq_norms, start):  # pragma: no cover (compiled)
     """Overwrite the Gram block ``S[i, j] = z_{start+i} . z_j`` (b, n) with
-    ``min_{l != i} d_il - d_ij`` (``-inf`` on the diagonal), ``d_ij`` clamped at 0."""
+    ``min_{l != i} d_il - d_ij`` (``-inf`` on the diagonal), ``d_ij`` clamped at 0.
+
+    The distances are formed in float64 (``2.0 * S``), stored in S's dtype and also in a
+    float64 row, whose minimum runs on :data:`MIN_LANES` lanes (entry j on lane ``j mod
+    MIN_LANES``, then the lanes, then the entries left over): a minimum is exact in any
+    order, so this is the number the plain loop found (the same bits), in a loop that
+    vectorises (0.52 -> 0.19 ms float64, 0.56 -> 0.15 float32, for 128 rows of 1,797 on the
+    2-core machine)."""
     b, n = S.shape
+    lanes, dist = np.empty(MIN_LANES), np.empty(n)
+    stop = n - n % MIN_LANES
     for i in range(b):
         g = start + i
         sq_i = sq_norms[g]
+        row = S[i]
+        for j in range(n):
+            d = max(sq_i + sq_norms[j] - 2.0 * row[j], 0.0)
+            row[j] = d
+            dist[j] = d
+        dist[g] = np.inf  # l != i
+        lanes[:] = np.inf
+        for j0 in range(0, stop, MIN_LANES):
+            for lane in range(MIN_LANES):
+                d = dist[j0 + lane]
+                lanes[lane] = d if d < lanes[lane] else lanes[lane]
         nearest = np.inf
+        for lane in range(MIN_LANES):
+            nearest = lanes[lane] if lanes[lane] < nearest else nearest
+        for j in range(stop, n):
+            nearest = dist[j] if dist[j] < nearest else nearest
         for j in range(n):
-            d = max(sq_i + sq_norms[j] - 2.0 * S[i, j], 0.0)
-            S[i, j] = d
-            if j != g and d < nearest:
-                nearest = d
-        for j in range(n):
-            S[i, j] = nearest - S[i, j]
-        S[i, g] = -np.inf
+            row[j] = nearest - row[j]
+        row[g] = -np.inf
 
 
 @njit(cache=True, nogil=True)
-def neighbour_weights(E, codes, start, p_out, r_out):  # pragma: no cover (compiled)
+def neighbour_weights(E, codes, start, members, first, last, ones, p_out,
+                      r_out):  # pragma: no cover (compiled)
     """Overwrite ``E[i, j] = exp(min d_i - d_ij)`` (b, n) with ``w_ij = p_ij (m_ij - p_i)``.
 
-    Writes ``p_i`` (b,) and the row sums ``r_i`` (b,) of W (float64). Rows are independent:
-    any split of the rows gives the same numbers.
+    Writes ``p_i`` (b,) and the row sums ``r_i`` (b,) of W as stored (float64). The row's
+    total and ``r_i`` are sums in :func:`metricfit.losses._simd_rows.pair_dot`'s fixed order
+    on vector lanes (``ones``: a (1, n) row of ones of E's dtype); the identity's share adds
+    ``E[i, j]`` over the points j of i's identity, ``members[first[g]:last[g]]`` (by index),
+    one after the other. Rows are independent: any split of the rows gives the same numbers.
+    (Before, both sums ran one entry after the other, latency-bound: 0.55 -> 0.14 ms for 128
+    rows of 1,797.)
     """
     b, n = E.shape
     for i in range(b):
         g = start + i
         code = codes[g]
-        total = 0.0
+        total = pair_dot(E, i, ones, 0)
         same = 0.0
-        for j in range(n):
-            e = E[i, j]
-            total += e
-            if codes[j] == code:
-                same += e  # E[i, g] = 0: the point itself adds nothing
+        for t in range(first[g], last[g]):
+            same += E[i, members[t]]  # E[i, g] = 0: the point itself adds nothing
         p_i = same / total
         scale = 1.0 / total
-        row = 0.0
+        row = E[i]
+        e_g = row[g]
         for j in range(n):
-            p_ij = E[i, j] * scale
-            w = p_ij * ((1.0 if (codes[j] == code and j != g) else 0.0) - p_i)
-            E[i, j] = w
-            row += w
+            row[j] = (row[j] * scale) * ((1.0 if codes[j] == code else 0.0) - p_i)
+        row[g] = (e_g * scale) * (0.0 - p_i)  # m_ii = 0
         p_out[i] = p_i
-        r_out[i] = row
+        r_out[i] = pair_dot(E, i, ones, 0)
+
+
+def identity_members(codes):
+    """``(members, first, last)`` for :func:`neighbour_weights`: the point indices sorted by
+    code (by index within a code) and, for each point, the range of its code's entries."""
+    members = np.argsort(codes, kind="stable")
+    ordered = codes[members]
+    return (members, np.searchsorted(ordered, codes, side="left"),
+            np.searchsorted(ordered, codes, side="right"))
 
 
 @njit(cache=True, nogil=True)
@@ -149,7 +183,7 @@ def add_column_sums(W, c_out):  # pragma: no cover (compiled)
             c_out[j] += W[i, j]
 
 
-def _block_to_weights(Z, S, sq_norms, codes, start, p, r, c, right, product):
+def _block_to_weights(Z, S, sq_norms, codes, identities, start, p, r, c, right, product):
     """One block of rows B = start.., the Gram block S = Z_B Z^T (b, n) -> logits -> exp ->
     weights W_B, with ``p``, ``r`` (b,), ``product = W_B right`` (b, m) and W_B's column
     sums added into ``c`` (n,), on :func:`metricfit.parallel.get_threads` threads over fixed
@@ -165,7 +199,7 @@ def _block_to_weights(Z, S, sq_norms, codes, start, p, r, c, right, product):
         shifted_logits(part, sq_norms, first)
         with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
             np.exp(part, out=part)  # NumPy's SIMD exp: 2-3x a numba loop in float32
-        neighbour_weights(part, codes, first, p[rows], r[rows])
+        neighbour_weights(part, codes, first, *identities, p[rows], r[rows])
         np.matmul(part, right, out=product[rows])  # (u, m) rows of W_B right
         add_column_sums(part, partial[rows.start // UNIT_ROWS])
 
@@ -183,13 +217,14 @@ def _weight_blocks(Z, codes, block_rows, p, r, c, right, product):
     n = Z.shape[0]
     b = block_rows or default_block_rows(n, Z.itemsize)
     sq_norms = np.einsum("ij,ij->i", Z, Z)  # (n,)
+    identities = (*identity_members(codes), np.ones((1, n), dtype=Z.dtype))
     buffer = np.empty((min(b, n), n), dtype=Z.dtype)
     for start in range(0, n, b):
         stop = min(start + b, n)
         S = buffer[: stop - start]
         P = product[start:stop] if product.shape[0] == n else product[: stop - start]
-        _block_to_weights(Z, S, sq_norms, codes, start, p[start:stop], r[start:stop], c,
-                          right, P)
+        _block_to_weights(Z, S, sq_norms, codes, identities, start, p[start:stop],
+                          r[start:stop], c, right, P)
         yield start, stop, S, P
 
 
