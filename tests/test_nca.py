@@ -78,16 +78,43 @@ def test_far_apart_points_underflow_cleanly(rng):
     assert J == pytest.approx(-20, abs=1e-6)
 
 
-def shifted_logits_twin(S, sq_norms, start):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_no_subnormal_weight_reaches_the_products(rng, dtype):
+    """Points spread so far that most logits lie under float32's floor (exp would be
+    subnormal, which slows the GEMMs many times): those weights are 0, none is subnormal, and
+    the float32 cost and gradient still follow float64's."""
+    X = 6.0 * rng.normal(size=(60, 4))
+    codes = rng.integers(0, 3, size=60).astype(np.int64)
+    Z = X.astype(dtype)
+    S = Z[:20] @ Z.T
+    nca.shifted_logits(S, np.einsum("ij,ij->i", Z, Z), 0, nca.logit_floor(dtype))
+    with np.errstate(under="ignore"):
+        E = np.exp(S)
+    p, r = np.empty(20), np.empty(20)
+    tiny = np.finfo(dtype).tiny
+    nca.neighbour_weights(E, codes, 0, *nca.identity_members(codes),
+                          np.ones((1, 60), dtype), float(tiny), p, r)
+    assert not ((E != 0) & (np.abs(E) < tiny)).any()
+    if dtype == np.float32:
+        assert (S == -np.inf).mean() > 0.2  # the floor did cut
+        J, G = nca.cost_grad(np.eye(4, dtype=dtype), Z, codes)
+        J64, G64 = nca.cost_grad(np.eye(4), X, codes)
+        assert J == pytest.approx(J64, rel=1e-5)
+        np.testing.assert_allclose(G, G64, rtol=1e-4, atol=1e-4 * np.abs(G64).max())
+
+
+def shifted_logits_twin(S, sq_norms, start, floor):
     """The plain loop ``shifted_logits`` replaced, in NumPy: each distance formed in float64
     (``(sq_i + sq_j)`` in the rows' dtype, then ``- 2.0 S``), clamped at 0, stored in S's
-    dtype; ``min_{l != i} d_il`` of the float64 distances minus the stored ones."""
+    dtype; ``min_{l != i} d_il`` of the float64 distances minus the stored ones, ``-inf``
+    under ``floor``."""
     out = np.empty_like(S)
     for i in range(S.shape[0]):
         g = start + i
         d = np.maximum((sq_norms[g] + sq_norms).astype(np.float64) - 2.0 * S[i], 0.0)
         nearest = np.min(np.delete(d, g)) if d.size > 1 else np.inf
-        out[i] = nearest - d.astype(S.dtype).astype(np.float64)
+        logits = nearest - d.astype(S.dtype).astype(np.float64)
+        out[i] = np.where(logits >= floor, logits, -np.inf)
         out[i, g] = -np.inf
     return out
 
@@ -97,7 +124,7 @@ def dot_lanes(row):
     return dot_lanes_twin(row, np.ones_like(row))
 
 
-def neighbour_weights_twin(E, codes, start):
+def neighbour_weights_twin(E, codes, start, tiny):
     """``neighbour_weights`` in NumPy: W in E's dtype and p; the row's total in ``pair_dot``'s
     lane order, the identity's share one entry after the other (``r_i``: ``dot_lanes`` of
     W's stored rows)."""
@@ -111,32 +138,36 @@ def neighbour_weights_twin(E, codes, start):
         p[i] = same / total
         m = (codes == codes[g]).astype(np.float64)
         m[g] = 0.0
-        W[i] = (E[i].astype(np.float64) * (1.0 / total)) * (m - p[i])
+        w = (E[i].astype(np.float64) * (1.0 / total)) * (m - p[i])
+        W[i] = np.where(np.abs(w) >= tiny, w, 0.0)
     return W, p
 
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2 ** 16), n=st.integers(2, 70), k=st.integers(1, 6),
-       n_ids=st.integers(1, 5), dtype=st.sampled_from([np.float32, np.float64]))
-def test_the_weight_kernels_equal_their_numpy_twins(seed, n, k, n_ids, dtype):
+       n_ids=st.integers(1, 5), dtype=st.sampled_from([np.float32, np.float64]),
+       spread=st.sampled_from([1.0, 8.0]))
+def test_the_weight_kernels_equal_their_numpy_twins(seed, n, k, n_ids, dtype, spread):
     """shifted_logits (a row minimum on 16 lanes: the same number as the plain loop's) and
     neighbour_weights (sums on vector lanes in a fixed order), bit for bit, on rows of any
     length around the lanes (n from 2 to 70) and a block that starts inside the points."""
     rng = np.random.default_rng(seed)
-    Z = rng.normal(size=(n, k)).astype(dtype)
+    Z = (spread * rng.normal(size=(n, k))).astype(dtype)  # 8: logits under the floor
     codes = rng.integers(0, n_ids, size=n).astype(np.int64)
     start = int(rng.integers(0, n))
     rows = Z[start:start + int(rng.integers(1, n - start + 1))]
     sq_norms = np.einsum("ij,ij->i", Z, Z)
     S = rows @ Z.T
-    want = shifted_logits_twin(S, sq_norms, start)
-    nca.shifted_logits(S, sq_norms, start)
+    floor, tiny = nca.logit_floor(dtype), float(np.finfo(dtype).tiny)
+    want = shifted_logits_twin(S, sq_norms, start, floor)
+    nca.shifted_logits(S, sq_norms, start, floor)
     np.testing.assert_array_equal(S, want)
     E = np.exp(S)
-    W, p = neighbour_weights_twin(E, codes, start)
+    W, p = neighbour_weights_twin(E, codes, start, tiny)
     got_p, got_r = np.empty(E.shape[0]), np.empty(E.shape[0])
     members = nca.identity_members(codes)
-    nca.neighbour_weights(E, codes, start, *members, np.ones((1, n), dtype), got_p, got_r)
+    nca.neighbour_weights(E, codes, start, *members, np.ones((1, n), dtype), tiny, got_p,
+                          got_r)
     np.testing.assert_array_equal(E, W)
     np.testing.assert_array_equal(got_p, p)
     np.testing.assert_array_equal(got_r, [dot_lanes(row) for row in E])
