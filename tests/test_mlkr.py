@@ -116,3 +116,26 @@ def test_bad_targets_are_named():
         MLKR().fit(X, [0, 1, np.nan, 2, 3])
     with pytest.raises(ValueError, match="y must hold real targets"):
         MLKR().fit(X, list("abcde"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_no_subnormal_weight_reaches_the_products(dtype):
+    """Points spread so far that many kernel entries lie under the dtype's cutoff (their exp
+    would be subnormal, which slows the GEMMs many times): no weight is subnormal, and the
+    cost and gradient stay those of the dense formula."""
+    from metricfit.losses._mlkr_kernels import regression_block
+
+    rng = np.random.default_rng(11)
+    Z, y = 6.0 * rng.normal(size=(60, 4)), rng.normal(size=60)
+    Zd = Z.astype(dtype)
+    G = Zd[:20] @ Zd.T
+    r = np.empty(20)
+    sq_norms = np.einsum("ij,ij->i", Zd, Zd).astype(np.float64)
+    tiny = np.finfo(dtype).tiny
+    regression_block(G, sq_norms, y, 0, mlkr.CUTOFF[np.dtype(dtype)], float(tiny), r)
+    assert not ((G != 0) & (np.abs(G) < tiny)).any()
+    J, dZ = mlkr.cost_grad_embedded(Zd, y)
+    J_ref, dZ_ref = cost_grad_embedded_ref(Z, y)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(J, J_ref, rtol=tol)
+    np.testing.assert_allclose(dZ, dZ_ref, rtol=tol, atol=tol * np.abs(dZ_ref).max())

@@ -13,7 +13,7 @@ __all__ = ["regression_block", "scatter_block"]
 
 
 @njit(cache=True)
-def regression_block(G, sq_norms, y, start, cutoff, r_out):  # pragma: no cover (compiled)
+def regression_block(G, sq_norms, y, start, cutoff, tiny, r_out):  # pragma: no cover (compiled)
     """MLKR's squared leave-one-out error of rows ``start .. start + b - 1`` and their
     weights ``w_ij = dJ / dd_ij`` (:mod:`metricfit.losses.mlkr`).
 
@@ -27,8 +27,10 @@ def regression_block(G, sq_norms, y, start, cutoff, r_out):  # pragma: no cover 
     y : ndarray of shape (n,), float64
     start : int
     cutoff : float
-        An exponent whose ``exp`` is exactly 0 in G's dtype (-746 for float64, -105 for
-        float32): those entries are skipped, the result is the dense one.
+        Entries whose exponent is under it are skipped (:data:`metricfit.losses.mlkr.CUTOFF`:
+        their ``exp`` would be subnormal in G's dtype).
+    tiny : float
+        The smallest normal number of G's dtype: a weight under it in absolute value is 0.
     r_out : ndarray of shape (b,), float64, out
         The row sums of W.
 
@@ -72,6 +74,7 @@ def regression_block(G, sq_norms, y, start, cutoff, r_out):  # pragma: no cover 
             e = G[i, j]
             if e != 0.0:
                 w = scale * e * (y[j] - y_hat)
+                w = w if abs(w) >= tiny else 0.0
                 G[i, j] = w
                 row += w
         r_out[i] = row
