@@ -9,6 +9,8 @@ entry) is ``cost_grad_embedded_ref`` in tests/test_mlkr.py.
 import numpy as np
 from numba import njit
 
+from .nca import MIN_LANES, nearest_distance
+
 __all__ = ["regression_block", "scatter_block"]
 
 
@@ -44,15 +46,10 @@ def regression_block(G, sq_norms, y, start, cutoff, tiny, r_out):  # pragma: no 
     b, n = G.shape
     J = 0.0
     nnz = 0
+    lanes, dist = np.empty(MIN_LANES), np.empty(n)
     for i in range(b):
         g = start + i
-        sq_i = sq_norms[g]
-        nearest = np.inf
-        for j in range(n):
-            d = max(sq_i + sq_norms[j] - 2.0 * G[i, j], 0.0)
-            G[i, j] = d
-            if j != g and d < nearest:
-                nearest = d
+        nearest = nearest_distance(G[i], sq_norms[g], sq_norms, g, dist, lanes)  # on lanes
         total = 0.0
         weighted = 0.0
         for j in range(n):

@@ -97,39 +97,48 @@ def default_block_rows(n_samples, itemsize):
 
 
 @njit(cache=True, nogil=True)
+def nearest_distance(row, sq_i, sq_norms, g, dist, lanes):  # pragma: no cover (compiled)
+    """Overwrite the Gram row ``row[j] = z_g . z_j`` with ``d_gj = max(sq_i + sq_norms[j] -
+    2 row[j], 0)``, formed in float64 and stored in the row's dtype (and in float64 in
+    ``dist``, (n,)); returns ``min_{j != g} d_gj`` of the float64 distances.
+
+    The minimum runs on :data:`MIN_LANES` lanes (``lanes``, (MIN_LANES,); entry j on lane ``j
+    mod MIN_LANES``, then the lanes, then the entries left over): a minimum is exact in any
+    order, so this is the number a plain loop finds (the same bits), in a loop that vectorises.
+    NCA's :func:`shifted_logits` and MLKR's kernel (:mod:`._mlkr_kernels`) share it."""
+    n = row.shape[0]
+    for j in range(n):
+        d = max(sq_i + sq_norms[j] - 2.0 * row[j], 0.0)
+        row[j] = d
+        dist[j] = d
+    dist[g] = np.inf  # j != g
+    lanes[:] = np.inf
+    stop = n - n % MIN_LANES
+    for j0 in range(0, stop, MIN_LANES):
+        for lane in range(MIN_LANES):
+            d = dist[j0 + lane]
+            lanes[lane] = d if d < lanes[lane] else lanes[lane]
+    nearest = np.inf
+    for lane in range(MIN_LANES):
+        nearest = lanes[lane] if lanes[lane] < nearest else nearest
+    for j in range(stop, n):
+        nearest = dist[j] if dist[j] < nearest else nearest
+    return nearest
+
+
+@njit(cache=True, nogil=True)
 def shifted_logits(S, sq_norms, start, floor):  # pragma: no cover (compiled)
     """Overwrite the Gram block ``S[i, j] = z_{start+i} . z_j`` (b, n) with
     ``min_{l != i} d_il - d_ij`` (``-inf`` on the diagonal, and where it is below ``floor``:
-    :func:`logit_floor`), ``d_ij`` clamped at 0.
-
-    The distances are formed in float64 (``2.0 * S``), stored in S's dtype and also in a
-    float64 row, whose minimum runs on :data:`MIN_LANES` lanes (entry j on lane ``j mod
-    MIN_LANES``, then the lanes, then the entries left over): a minimum is exact in any
-    order, so this is the number the plain loop found (the same bits), in a loop that
-    vectorises (0.52 -> 0.19 ms float64, 0.56 -> 0.15 float32, for 128 rows of 1,797 on the
-    2-core machine)."""
+    :func:`logit_floor`), ``d_ij`` clamped at 0 (:func:`nearest_distance`; with the row
+    minimum on lanes, 0.52 -> 0.19 ms float64, 0.56 -> 0.15 float32, for 128 rows of 1,797 on
+    the 2-core machine, the same bits)."""
     b, n = S.shape
     lanes, dist = np.empty(MIN_LANES), np.empty(n)
-    stop = n - n % MIN_LANES
     for i in range(b):
         g = start + i
-        sq_i = sq_norms[g]
         row = S[i]
-        for j in range(n):
-            d = max(sq_i + sq_norms[j] - 2.0 * row[j], 0.0)
-            row[j] = d
-            dist[j] = d
-        dist[g] = np.inf  # l != i
-        lanes[:] = np.inf
-        for j0 in range(0, stop, MIN_LANES):
-            for lane in range(MIN_LANES):
-                d = dist[j0 + lane]
-                lanes[lane] = d if d < lanes[lane] else lanes[lane]
-        nearest = np.inf
-        for lane in range(MIN_LANES):
-            nearest = lanes[lane] if lanes[lane] < nearest else nearest
-        for j in range(stop, n):
-            nearest = dist[j] if dist[j] < nearest else nearest
+        nearest = nearest_distance(row, sq_norms[g], sq_norms, g, dist, lanes)
         for j in range(n):
             logit = nearest - row[j]
             row[j] = logit if logit >= floor else -np.inf
@@ -199,7 +208,7 @@ def add_column_sums(W, c_out):  # pragma: no cover (compiled)
             c_out[j] += W[i, j]
 
 
-def _block_to_weights(Z, S, sq_norms, codes, identities, start, p, r, c, right, product):
+def _block_to_weights(Z, S, sq_norms, codes, weight_args, start, p, r, c, right, product):
     """One block of rows B = start.., the Gram block S = Z_B Z^T (b, n) -> logits -> exp ->
     weights W_B, with ``p``, ``r`` (b,), ``product = W_B right`` (b, m) and W_B's column
     sums added into ``c`` (n,), on :func:`metricfit.parallel.get_threads` threads over fixed
@@ -217,7 +226,7 @@ def _block_to_weights(Z, S, sq_norms, codes, identities, start, p, r, c, right, 
         shifted_logits(part, sq_norms, first, floor)
         with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
             np.exp(part, out=part)  # NumPy's SIMD exp: 2-3x a numba loop in float32
-        neighbour_weights(part, codes, first, *identities, tiny, p[rows], r[rows])
+        neighbour_weights(part, codes, first, *weight_args, tiny, p[rows], r[rows])
         np.matmul(part, right, out=product[rows])  # (u, m) rows of W_B right
         add_column_sums(part, partial[rows.start // UNIT_ROWS])
 
@@ -235,13 +244,14 @@ def _weight_blocks(Z, codes, block_rows, p, r, c, right, product):
     n = Z.shape[0]
     b = block_rows or default_block_rows(n, Z.itemsize)
     sq_norms = np.einsum("ij,ij->i", Z, Z)  # (n,)
-    identities = (*identity_members(codes), np.ones((1, n), dtype=Z.dtype))
+    # neighbour_weights' identity members and its row of ones (for pair_dot)
+    weight_args = (*identity_members(codes), np.ones((1, n), dtype=Z.dtype))
     buffer = np.empty((min(b, n), n), dtype=Z.dtype)
     for start in range(0, n, b):
         stop = min(start + b, n)
         S = buffer[: stop - start]
         P = product[start:stop] if product.shape[0] == n else product[: stop - start]
-        _block_to_weights(Z, S, sq_norms, codes, identities, start, p[start:stop],
+        _block_to_weights(Z, S, sq_norms, codes, weight_args, start, p[start:stop],
                           r[start:stop], c, right, P)
         yield start, stop, S, P
 
