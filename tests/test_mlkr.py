@@ -129,13 +129,40 @@ def test_no_subnormal_weight_reaches_the_products(dtype):
     Z, y = 6.0 * rng.normal(size=(60, 4)), rng.normal(size=60)
     Zd = Z.astype(dtype)
     G = Zd[:20] @ Zd.T
-    r = np.empty(20)
+    r, squares = np.empty(20), np.empty(20)
     sq_norms = np.einsum("ij,ij->i", Zd, Zd).astype(np.float64)
     tiny = np.finfo(dtype).tiny
-    regression_block(G, sq_norms, y, 0, mlkr.CUTOFF[np.dtype(dtype)], float(tiny), r)
+    regression_block(G, sq_norms, y, 0, mlkr.CUTOFF[np.dtype(dtype)], float(tiny), r, squares,
+                     0, 20)
     assert not ((G != 0) & (np.abs(G) < tiny)).any()
     J, dZ = mlkr.cost_grad_embedded(Zd, y)
     J_ref, dZ_ref = cost_grad_embedded_ref(Z, y)
     tol = 1e-4 if dtype == np.float32 else 1e-10
     np.testing.assert_allclose(J, J_ref, rtol=tol)
     np.testing.assert_allclose(dZ, dZ_ref, rtol=tol, atol=tol * np.abs(dZ_ref).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_same_numbers_on_any_thread_count(dtype):
+    """The kernel's rows run on the package's threads in fixed units of UNIT_ROWS: J and dJ/dZ
+    are the same bits on 1, 2 and 3 threads (blocks of 300 rows: three units, the last
+    partial; and the GEMM path as well as the scatter path), BLAS held on one thread (its
+    GEMMs round differently on several, as everywhere in the package)."""
+    from metricfit import threads
+    from metricfit.parallel import blas_threads
+
+    rng = np.random.default_rng(12)
+    Z, y = (0.4 * rng.normal(size=(700, 5))).astype(dtype), rng.normal(size=700)
+    assert 300 > 2 * mlkr.UNIT_ROWS
+    for share in (mlkr.SPARSE_SHARE, 2.0):
+        results = []
+        for n in (1, 2, 3):
+            with threads(n), blas_threads(1):
+                old, mlkr.SPARSE_SHARE = mlkr.SPARSE_SHARE, share
+                try:
+                    results.append(mlkr.cost_grad_embedded(Z, y, block_rows=300))
+                finally:
+                    mlkr.SPARSE_SHARE = old
+        for J, dZ in results[1:]:
+            assert J == results[0][0]
+            np.testing.assert_array_equal(dZ, results[0][1])

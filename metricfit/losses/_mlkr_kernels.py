@@ -1,8 +1,10 @@
 """numba kernels of MLKR: the leave-one-out kernel regression of a block of rows (its
 weights ``w_ij``), and the scatter of sparse weights into dJ/dZ.
 
-Pure, module-level, compiled on first use (``cache=True``); serial in a fixed order, sums in
-float64, so results do not depend on the thread count. Their plain-NumPy twin (dense, every
+Pure, module-level, compiled on first use (``cache=True``); :func:`regression_block` works
+on any range of a block's rows (rows are independent: the package's threads take fixed units
+of them, ``nogil``), its sums in float64 in a fixed order, so results do not depend on the
+thread count. Their plain-NumPy twin (dense, every
 entry) is ``cost_grad_embedded_ref`` in tests/test_mlkr.py.
 """
 
@@ -14,10 +16,11 @@ from .nca import MIN_LANES, nearest_distance
 __all__ = ["regression_block", "scatter_block"]
 
 
-@njit(cache=True)
-def regression_block(G, sq_norms, y, start, cutoff, tiny, r_out):  # pragma: no cover (compiled)
-    """MLKR's squared leave-one-out error of rows ``start .. start + b - 1`` and their
-    weights ``w_ij = dJ / dd_ij`` (:mod:`metricfit.losses.mlkr`).
+@njit(cache=True, nogil=True)
+def regression_block(G, sq_norms, y, start, cutoff, tiny, r_out, sq_out, lo,
+                     hi):  # pragma: no cover (compiled)
+    """MLKR's squared leave-one-out errors of rows ``lo .. hi - 1`` of a block (points
+    ``start + lo ..``) and their weights ``w_ij = dJ / dd_ij`` (:mod:`metricfit.losses.mlkr`).
 
     Parameters
     ----------
@@ -35,19 +38,20 @@ def regression_block(G, sq_norms, y, start, cutoff, tiny, r_out):  # pragma: no 
         The smallest normal number of G's dtype: a weight under it in absolute value is 0.
     r_out : ndarray of shape (b,), float64, out
         The row sums of W.
+    sq_out : ndarray of shape (b,), float64, out
+        ``(yhat_i - y_i)^2``, each row's term of J.
+    lo, hi : int
+        The rows (of the block) to compute.
 
     Returns
     -------
-    J : float
-        ``sum_i (yhat_i - y_i)^2`` over the block, in float64.
     nnz : int
-        The number of kernel entries that did not underflow.
+        The number of those rows' kernel entries that were kept.
     """
-    b, n = G.shape
-    J = 0.0
+    n = G.shape[1]
     nnz = 0
     lanes, dist = np.empty(MIN_LANES), np.empty(n)
-    for i in range(b):
+    for i in range(lo, hi):
         g = start + i
         nearest = nearest_distance(G[i], sq_norms[g], sq_norms, g, dist, lanes)  # on lanes
         total = 0.0
@@ -64,7 +68,7 @@ def regression_block(G, sq_norms, y, start, cutoff, tiny, r_out):  # pragma: no 
                 nnz += 1
         y_hat = weighted / total
         residual = y_hat - y[g]
-        J += residual * residual
+        sq_out[i] = residual * residual
         scale = -2.0 * residual / total
         row = 0.0
         for j in range(n):
@@ -75,7 +79,7 @@ def regression_block(G, sq_norms, y, start, cutoff, tiny, r_out):  # pragma: no 
                 G[i, j] = w
                 row += w
         r_out[i] = row
-    return J, nnz
+    return nnz
 
 
 @njit(cache=True)

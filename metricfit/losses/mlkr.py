@@ -55,6 +55,7 @@ Memory O(b n + n k), never n x n.
 
 import numpy as np
 
+from ..parallel import map_blocks
 from ._mlkr_kernels import regression_block, scatter_block
 
 __all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
@@ -67,6 +68,7 @@ CUTOFF = {np.dtype(t): float(np.log(np.finfo(t).tiny)) + 1.0 for t in (np.float6
 #: below this share of nonzero kernel entries a block's gradient is scattered (O(nnz k)),
 #: above it computed by GEMMs (O(b n k) at BLAS speed)
 SPARSE_SHARE = 0.1
+UNIT_ROWS = 128  # rows per work unit of regression_block (fixed: not the thread count)
 
 
 def default_block_rows(n_samples, itemsize):
@@ -105,7 +107,7 @@ def cost_grad_embedded(Z, y, block_rows=None):
         stop = min(start + b, n)
         W = buffer[: stop - start]
         np.matmul(Z[start:stop], Z.T, out=W)  # Gram block, overwritten with the weights
-        J_block, nnz = regression_block(W, sq_norms, y, start, cutoff, tiny, r[start:stop])
+        J_block, nnz = _regression(W, sq_norms, y, start, cutoff, tiny, r[start:stop])
         J += J_block
         if nnz < SPARSE_SHARE * W.size:  # few kernel entries: scatter them
             scatter_block(W, Z, start, dZ)
@@ -117,6 +119,18 @@ def cost_grad_embedded(Z, y, block_rows=None):
     if dense:
         dZ += 2 * (c[:, None] * Z - WtZ)
     return J, dZ.astype(Z.dtype)
+
+
+def _regression(W, sq_norms, y, start, cutoff, tiny, r):
+    """``(J_block, nnz)`` of a block's rows: :func:`._mlkr_kernels.regression_block` on
+    fixed units of :data:`UNIT_ROWS` rows on the package's threads (rows are independent), then
+    the rows' squared errors added in row order (``cumsum``, sequential): the number the
+    serial kernel summed, on any thread count."""
+    squares = np.empty(W.shape[0])
+    counts = map_blocks(lambda rows: regression_block(W, sq_norms, y, start, cutoff, tiny, r,
+                                                      squares, rows.start, rows.stop),
+                        W.shape[0], UNIT_ROWS)
+    return (float(np.cumsum(squares)[-1]) if squares.size else 0.0), sum(counts)
 
 
 def cost_grad(A, X, y, block_rows=None):
