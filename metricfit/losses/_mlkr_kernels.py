@@ -4,8 +4,8 @@ weights ``w_ij``), and the scatter of sparse weights into dJ/dZ.
 Pure, module-level, compiled on first use (``cache=True``); :func:`regression_block` works
 on any range of a block's rows (rows are independent: the package's threads take fixed units
 of them, ``nogil``), its sums in float64 in a fixed order, so results do not depend on the
-thread count. Their plain-NumPy twin (dense, every
-entry) is ``cost_grad_embedded_ref`` in tests/test_mlkr.py.
+thread count. Their plain-NumPy twin (dense, every entry) is ``cost_grad_embedded_ref`` in
+tests/test_mlkr.py.
 """
 
 import numpy as np

@@ -51,6 +51,11 @@ i and j of dJ/dZ (:func:`metricfit.losses._mlkr_kernels.scatter_block`, O(nnz k)
 otherwise the GEMMs ``W_B Z`` and ``W_B^T Z_B`` do it. Either way the result is that of the
 dense formula with those entries 0.
 Memory O(b n + n k), never n x n.
+
+Threads: a block's rows go through the kernel on :func:`metricfit.get_threads` threads in
+fixed units of :data:`UNIT_ROWS` rows (rows are independent; their squared errors are added
+in row order afterwards), the GEMMs on BLAS's threads; the scatter path is serial. J and
+dJ/dZ do not depend on the package's thread count (BLAS's own rounding aside).
 """
 
 import numpy as np
