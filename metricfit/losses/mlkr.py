@@ -62,14 +62,14 @@ import numpy as np
 
 from ..parallel import map_blocks
 from ._mlkr_kernels import regression_block, scatter_block
+from .nca import logit_floor
 
 __all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
 
 BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
 #: exponents under which the kernel skips an entry: exp would be subnormal in the dtype
-#: (``log`` of its smallest normal number, plus 1; the NCA's floor,
-#: :func:`metricfit.losses.nca.logit_floor`)
-CUTOFF = {np.dtype(t): float(np.log(np.finfo(t).tiny)) + 1.0 for t in (np.float64, np.float32)}
+#: (NCA's floor, :func:`metricfit.losses.nca.logit_floor`)
+CUTOFF = {np.dtype(t): logit_floor(t) for t in (np.float64, np.float32)}
 #: below this share of nonzero kernel entries a block's gradient is scattered (O(nnz k)),
 #: above it computed by GEMMs (O(b n k) at BLAS speed)
 SPARSE_SHARE = 0.1
