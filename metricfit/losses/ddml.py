@@ -61,7 +61,15 @@ from ._linear import (
     check_pair_data,
 )
 from ._linear import embedding_cost_grad as _embedding_cost_grad
-from ._rows import IndexRows, PairKernel, ordered_sum, row_sumsq, run_rows, tiny
+from ._rows import (
+    CHECKED_WEIGHT,
+    IndexRows,
+    PairKernel,
+    ordered_sum,
+    row_sumsq,
+    run_rows,
+    tiny,
+)
 from ._scratch import add_product, product
 from ._simd_rows import pair_sumsq
 from ._spec import LinearPath, PairLoss
@@ -121,12 +129,18 @@ def _cost_and_weight(X, i, Y, j, si, T, tau):  # pragma: no cover (compiled)
 @njit(cache=True, nogil=True)
 def _grad_rows(P1, P2, s, T, tau, out, lo, hi):  # pragma: no cover (compiled)
     """Rows lo..hi-1: a_i, b_i -> dJ_i/da_i = s_i sigma(T z_i)(a_i - b_i) = -dJ_i/db_i in
-    place, ``out[i] = J_i``."""
+    place, ``out[i] = J_i``; entries below the smallest normal number of P1's dtype in
+    magnitude are written as 0 (the rule of :func:`_delta_rows`: a gradient deep in the
+    sigmoid's tail would put float32 subnormals into the products after it)."""
     k = P1.shape[1]
+    tiny = np.finfo(P1.dtype).tiny
     for i in range(lo, hi):
         out[i], w = _cost_and_weight(P1, i, P2, i, s[i], T, tau)
+        checked = 0.0 < abs(w) < CHECKED_WEIGHT
         for j in range(k):
             g = w * (np.float64(P1[i, j]) - np.float64(P2[i, j]))
+            if checked and abs(g) < tiny:
+                g = 0.0
             P1[i, j] = g
             P2[i, j] = -g
 
@@ -160,14 +174,19 @@ def _index_pair_rows_parallel(E, first, second, s, T, tau, out, W, n_rows,
 def _index_side_rows(E, first, second, s, W, R, order, lo, hi):  # pragma: no cover (compiled)
     """``R[p_i] += w_i (a_i - b_i)`` (side 2i) and ``R[q_i] += -(w_i (a_i - b_i))`` (side 2i +
     1) for the sides ``order[lo:hi]`` in that order: :func:`_grad_rows`'s expressions,
-    rounded to R's dtype as its in-place rows were (same bits)."""
+    rounded to R's dtype as its in-place rows were, subnormal terms as 0 (same bits)."""
     g = np.empty_like(R[0])
+    tiny = np.finfo(R.dtype).tiny
     for t in range(lo, hi):
         e = order[t]
         i = e // 2
         p, q, w = first[i], second[i], W[i, 0]
         for j in range(g.shape[0]):
             g[j] = w * (np.float64(E[p, j]) - np.float64(E[q, j]))
+        if 0.0 < abs(w) < CHECKED_WEIGHT:  # a term may be subnormal
+            for j in range(g.shape[0]):
+                if abs(w * (np.float64(E[p, j]) - np.float64(E[q, j]))) < tiny:
+                    g[j] = 0.0
         if e % 2 == 0:
             for j in range(g.shape[0]):
                 R[p, j] += g[j]
