@@ -37,11 +37,12 @@ from metricfit.pairs.index import IndexChunk
 TINY = float(np.finfo(np.float32).tiny)
 
 
-def _median_ms(fn, repeats):
+def _median_ms(repeats, fn, *args):
+    """Median milliseconds of ``fn(*args)``."""
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        fn()
+        fn(*args)
         times.append(time.perf_counter() - t0)
     return 1e3 * float(np.median(times))
 
@@ -70,9 +71,9 @@ def ldml_index(repeats):
         Rf = _flushed(R)
         print(f"ldml-index  scale {scale}: median distance {scale * np.median(dist):.0f}, "
               f"subnormal share of R {_subnormal_share(R):.3f}; evaluation "
-              f"{_median_ms(lambda: f(theta), repeats):.2f} ms; R^T X "
-              f"{_median_ms(lambda: R.T @ X, repeats):.2f} ms, flushed "
-              f"{_median_ms(lambda: Rf.T @ X, repeats):.2f} ms")
+              f"{_median_ms(repeats, f, theta):.2f} ms; R^T X "
+              f"{_median_ms(repeats, np.matmul, R.T, X):.2f} ms, flushed "
+              f"{_median_ms(repeats, np.matmul, Rf.T, X):.2f} ms")
 
 
 def ddml_index(repeats):
@@ -94,7 +95,7 @@ def ddml_index(repeats):
         print(f"ddml-index  median |a - b|^2 {target}: subnormal share of R "
               f"{_subnormal_share(R):.3f}; index pass == gathered rows "
               f"{R.tobytes() == R_gathered.tobytes()}; evaluation "
-              f"{_median_ms(lambda: f(A), repeats):.2f} ms")
+              f"{_median_ms(repeats, f, A):.2f} ms")
 
 
 def ddml_mean(repeats):
@@ -111,9 +112,9 @@ def ddml_mean(repeats):
         Gf = _flushed(Ga)
         print(f"ddml-mean   median |a - b|^2 {target}: subnormal share of dJ/da "
               f"{_subnormal_share(Ga):.3f}; embedding_cost_grad "
-              f"{_median_ms(lambda: ddml.embedding_cost_grad(a, b, s), repeats):.2f} ms; "
-              f"X^T dJ/da {_median_ms(lambda: X.T @ Ga, repeats):.2f} ms, flushed "
-              f"{_median_ms(lambda: X.T @ Gf, repeats):.2f} ms")
+              f"{_median_ms(repeats, ddml.embedding_cost_grad, a, b, s):.2f} ms; "
+              f"X^T dJ/da {_median_ms(repeats, np.matmul, X.T, Ga):.2f} ms, flushed "
+              f"{_median_ms(repeats, np.matmul, X.T, Gf):.2f} ms")
 
 
 CASES = {"ldml-index": ldml_index, "ddml-index": ddml_index, "ddml-mean": ddml_mean}
