@@ -371,3 +371,18 @@ def test_linear_algebra_is_declared_by_the_mapping():
     J_ref, G_ref = nca.cost_grad(A, X, codes)
     assert J == J_ref and np.array_equal(G, G_ref.ravel())
     assert Linear.is_linear and not Tanh.is_linear and not MLP.is_linear
+
+
+@pytest.mark.parametrize("mapping", ["linear", "mlp"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_threshold_is_calibrated_on_the_pair_scores_of_the_training_pairs(rng, dtype, mapping):
+    """fit embeds each point of its 4,000 calibration pairs once; ``threshold_`` is what the
+    pairs' own scores give, the (n_pairs, 2, d) vectors through ``pair_score``."""
+    from metricfit.learners._base import calibration_pairs
+    from metricfit.metrics import calibrate_threshold
+
+    X, y = clustered(rng, n_ids=12)
+    X = X.astype(dtype)
+    est = NCA(n_components=3, max_iter=5, mapping=mapping, random_state=0).fit(X, y)
+    pairs, s = calibration_pairs(np.unique(y, return_inverse=True)[1], what="NCA")
+    assert est.threshold_ == float(calibrate_threshold(s, est.pair_score(X[pairs])))

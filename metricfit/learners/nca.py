@@ -26,7 +26,7 @@ from ..metrics import calibrate_threshold
 from ..optim import minimize
 from ..pairs import check_points, check_points_or_pairs
 from ..pairs.checks import identity_codes, largest_magnitude, scale_exponent
-from ._base import FittedMappingMixin, PairLearnerMixin, calibration_pairs
+from ._base import FittedMappingMixin, PairLearnerMixin, calibration_pairs, finite_scores
 from ._solver import SolverMixin
 
 NCA_MAPPINGS = ("linear", "mlp", "tanh")  # point mappings on feature vectors
@@ -197,9 +197,19 @@ class NCA(SolverMixin, PointOutputMixin, ClassNamePrefixFeaturesOutMixin, Fitted
         self._unpack(mapping, result.x.astype(X.dtype))
         self.objective_, self.n_iter_ = float(result.fun), int(result.nit)
         self.classes_ = np.array([-1, 1])
-        pairs, s = calibration_pairs(codes, what="NCA")
-        self.threshold_ = float(calibrate_threshold(s, self.pair_score(X[pairs])))
+        self._calibrate(X, codes)
         return self
+
+    def _calibrate(self, X, codes):
+        """``threshold_`` on 2000 similar and 2000 dissimilar training pairs (a fixed seed),
+        each point of the pairs embedded once (no (n_pairs, 2, d) copy of the points)."""
+        pairs, s = calibration_pairs(codes, what="NCA")
+        used, local = np.unique(pairs, return_inverse=True)
+        local = local.reshape(pairs.shape)
+        Z = self._map(X[used])  # (n_used, k)
+        with np.errstate(over="ignore", invalid="ignore"):  # reported by finite_scores
+            scores = self._score_embedded(Z[local[:, 0]], Z[local[:, 1]])
+        self.threshold_ = float(calibrate_threshold(s, finite_scores(scores, X[used])))
 
     def _initial_params(self, mapping, X):
         init = self.init
