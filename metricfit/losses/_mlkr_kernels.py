@@ -11,7 +11,7 @@ tests/test_mlkr.py.
 import numpy as np
 from numba import njit
 
-from .nca import MIN_LANES, nearest_distance
+from ._nca_kernels import MIN_LANES, nearest_distance
 
 __all__ = ["regression_block", "scatter_block"]
 

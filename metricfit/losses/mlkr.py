@@ -62,13 +62,13 @@ import numpy as np
 
 from ..parallel import map_blocks
 from ._mlkr_kernels import regression_block, scatter_block
-from .nca import logit_floor
+from ._nca_kernels import logit_floor
 
 __all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
 
 BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
 #: exponents under which the kernel skips an entry: exp would be subnormal in the dtype
-#: (NCA's floor, :func:`metricfit.losses.nca.logit_floor`)
+#: (NCA's floor, :func:`metricfit.losses._nca_kernels.logit_floor`)
 CUTOFF = {np.dtype(t): logit_floor(t) for t in (np.float64, np.float32)}
 #: below this share of nonzero kernel entries a block's gradient is scattered (O(nnz k)),
 #: above it computed by GEMMs (O(b n k) at BLAS speed)
