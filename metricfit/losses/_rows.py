@@ -69,9 +69,10 @@ __all__ = ["run_rows", "run_blocks", "ordered_sum", "grouped_sum", "row_block", 
            "zero_subnormals", "PairKernel", "IndexRows", "row_sumsq", "row_dot"]
 
 ROW_ELEMENTS = 1 << 15  # matrix entries per fixed block of rows (~256 KB of float64)
-#: The index passes' rule for subnormal terms, checked pair by pair: a term ``w_i delta_ij``
-#: of a pair whose weight is at least this in magnitude is subnormal in float32 only where
-#: ``|delta_ij| < 2^-62``, so only the terms of smaller weights are compared with ``tiny``.
+#: The subnormal rule of the index passes and DDML's rows kernel, checked pair by pair: a
+#: term ``w_i delta_ij`` of a pair whose weight is at least this in magnitude is under the
+#: dtype's ``tiny`` only where ``|delta_ij| < 2^64 tiny`` (float32: 2^-62), so only the terms
+#: of smaller nonzero weights are compared with ``tiny``.
 CHECKED_WEIGHT = 2.0 ** -64
 
 

@@ -133,13 +133,13 @@ def _grad_rows(P1, P2, s, T, tau, out, lo, hi):  # pragma: no cover (compiled)
     magnitude are written as 0 (the rule of :func:`_delta_rows`: a gradient deep in the
     sigmoid's tail would put float32 subnormals into the products after it)."""
     k = P1.shape[1]
-    tiny = np.finfo(P1.dtype).tiny
+    smallest = np.finfo(P1.dtype).tiny
     for i in range(lo, hi):
         out[i], w = _cost_and_weight(P1, i, P2, i, s[i], T, tau)
         checked = 0.0 < abs(w) < CHECKED_WEIGHT
         for j in range(k):
             g = w * (np.float64(P1[i, j]) - np.float64(P2[i, j]))
-            if checked and abs(g) < tiny:
+            if checked and abs(g) < smallest:
                 g = 0.0
             P1[i, j] = g
             P2[i, j] = -g
@@ -176,16 +176,16 @@ def _index_side_rows(E, first, second, s, W, R, order, lo, hi):  # pragma: no co
     1) for the sides ``order[lo:hi]`` in that order: :func:`_grad_rows`'s expressions,
     rounded to R's dtype as its in-place rows were, subnormal terms as 0 (same bits)."""
     g = np.empty_like(R[0])
-    tiny = np.finfo(R.dtype).tiny
+    smallest = np.finfo(R.dtype).tiny
     for t in range(lo, hi):
         e = order[t]
         i = e // 2
         p, q, w = first[i], second[i], W[i, 0]
         for j in range(g.shape[0]):
             g[j] = w * (np.float64(E[p, j]) - np.float64(E[q, j]))
-        if 0.0 < abs(w) < CHECKED_WEIGHT:  # a term may be subnormal
+        if 0.0 < abs(w) < CHECKED_WEIGHT:  # a term may be subnormal (in float64: g rounds)
             for j in range(g.shape[0]):
-                if abs(w * (np.float64(E[p, j]) - np.float64(E[q, j]))) < tiny:
+                if abs(w * (np.float64(E[p, j]) - np.float64(E[q, j]))) < smallest:
                     g[j] = 0.0
         if e % 2 == 0:
             for j in range(g.shape[0]):
