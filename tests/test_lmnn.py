@@ -150,3 +150,12 @@ def test_bad_input_is_named():
         LMNN(regularization=1.5).fit(X, np.arange(10) % 2)
     with pytest.raises(ValueError, match="init must have shape"):
         LMNN(init=np.eye(2)).fit(X, np.arange(10) % 2)
+
+
+def test_default_blocks_stay_cache_sized():
+    """At most MAX_BLOCK_ROWS anchors a block (a Gram block of all n rows left the cache
+    between the GEMM and the scan); the 32 MiB budget still binds for large n."""
+    assert lmnn.default_block_rows(1797, 8) == lmnn.MAX_BLOCK_ROWS == 512
+    assert lmnn.default_block_rows(100, 8) == 100
+    assert lmnn.default_block_rows(20_000, 8) == 2 ** 25 // (20_000 * 8)
+    assert lmnn.default_block_rows(10 ** 7, 4) == 16

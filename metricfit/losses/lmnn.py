@@ -58,11 +58,18 @@ from ._lmnn_kernels import impostor_block
 __all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
 
 BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
+#: At most this many anchors a block: the Gram block is written by the GEMM and then scanned,
+#: so a block of all n rows of digits (1,797 x 1,797 float64, 26 MB) left the cache between
+#: the two. One evaluation on digits-30 on the 2-core machine, one thread: 14.4 -> 9.7 ms
+#: (float64), 11.5 -> 7.9 (float32); at n = 5,000 and 20,000 no change (docs/results/timing.md).
+MAX_BLOCK_ROWS = 512
 
 
 def default_block_rows(n_samples, itemsize):
-    """Rows per block: a (b, n) buffer of about 32 MiB, at least 16 rows, at most n."""
-    return int(min(n_samples, max(16, BLOCK_BYTES // (n_samples * itemsize))))
+    """Rows per block: a (b, n) buffer of about 32 MiB, at least 16 rows, at most
+    :data:`MAX_BLOCK_ROWS` and n."""
+    return int(min(n_samples, MAX_BLOCK_ROWS,
+                   max(16, BLOCK_BYTES // (n_samples * itemsize))))
 
 
 def cost_grad_embedded(Z, codes, targets, regularization=0.5, block_rows=None):
