@@ -159,3 +159,29 @@ def test_default_blocks_stay_cache_sized():
     assert lmnn.default_block_rows(100, 8) == 100
     assert lmnn.default_block_rows(20_000, 8) == 2 ** 25 // (20_000 * 8)
     assert lmnn.default_block_rows(10 ** 7, 4) == 16
+
+
+@pytest.mark.parametrize("scale", [0.15, 1.0])  # nearly every pair active / a few
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_same_numbers_on_any_thread_count(dtype, scale, monkeypatch):
+    """One thread runs the fused serial scan; several scan fixed units of anchors side by side
+    and add the steps by point: J, dZ and the active count are the same bits on 1, 2 and 3
+    threads (BLAS held to one thread), with blocks that end mid-way."""
+    import metricfit
+    from metricfit.losses import _rows
+    from metricfit.parallel import blas_threads
+
+    monkeypatch.setattr(_rows, "ROW_ELEMENTS", 64)  # units of 16 anchors: the threads split
+    X, y, T = problem(n=90, d=6, n_classes=4, seed=8, K=3)
+    Z = (scale * X).astype(dtype)
+    results = []
+    for n_threads in (1, 2, 3):
+        with metricfit.threads(n_threads), blas_threads(1):
+            for block_rows in (None, 37):
+                J, dZ, n_active = lmnn.cost_grad_embedded(Z, y, T, block_rows=block_rows)
+                results.append((n_threads, block_rows, J, dZ.tobytes(), n_active))
+    assert results[0][4] > (500 if scale < 1 else 10)
+    for n_threads, block_rows, *numbers in results[2:]:
+        expected = results[0 if block_rows is None else 1][2:]
+        assert numbers[1] == expected[1] and numbers[2] == expected[2], (n_threads, block_rows)
+        assert numbers[0] == expected[0], (n_threads, block_rows)

@@ -1,17 +1,52 @@
-"""numba kernel of LMNN's push term: the active impostor triples of a block of anchors.
+"""numba kernels of LMNN's push term: the active impostor triples of a block of anchors.
 
-Pure, module-level, compiled on first use (``cache=True``); serial over the block in a fixed
-order, sums in float64, so results do not depend on the thread count. Its plain-NumPy twin is
+Pure, module-level, compiled on first use (``cache=True``), sums in float64.
+:func:`impostor_block` does a block in one serial pass (one thread). On several threads the
+same block takes three steps with the same numbers: :func:`impostor_rows` scans fixed units of
+anchors side by side, keeping each anchor's active impostors and their weights in its own row
+of the Gram block; :func:`impostor_events` lists them in the serial pass's order (anchor, then
+impostor); :func:`impostor_sides` adds their steps to dZ by ranges of points
+(:func:`metricfit.pairs.index.scatter_by_points`), each row of dZ receiving them in that order.
+The hinge is summed per anchor, then over the anchors in order, in both forms, so cost and
+gradient are the same bit for bit on any thread count. The plain-NumPy twin of the block is
 ``impostor_block_ref`` in tests/test_lmnn.py.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-__all__ = ["impostor_block"]
+__all__ = ["impostor_block", "impostor_rows", "impostor_rows_parallel", "impostor_events",
+           "impostor_sides", "impostor_sides_parallel"]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, inline="always")
+def _anchor_radius(target_d, i, counts):  # pragma: no cover (compiled)
+    """Reset ``counts[i]``; return the largest ``1 + d_ij`` of anchor i (no impostor beyond
+    it)."""
+    radius = -np.inf
+    for t in range(target_d.shape[1]):
+        counts[i, t] = 0.0
+        if 1.0 + target_d[i, t] > radius:
+            radius = 1.0 + target_d[i, t]
+    return radius
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _impostor_weight(target_d, i, d_il, counts):  # pragma: no cover (compiled)
+    """``(w_il, sum_t margin_ilt)``: the number of targets j for which l is active, the sum of
+    its active margins ``1 + d_ij - d_il``, and ``counts[i, t]`` incremented."""
+    w = 0.0
+    margins = 0.0
+    for t in range(target_d.shape[1]):
+        margin = 1.0 + target_d[i, t] - d_il
+        if margin > 0.0:
+            margins += margin
+            counts[i, t] += 1.0
+            w += 1.0
+    return w, margins
+
+
+@njit(cache=True, nogil=True)
 def impostor_block(G, sq_norms, Z, codes, start, target_d, counts, scale,
                    dZ):  # pragma: no cover (compiled)
     """The hinge ``sum [1 + d_ij - d_il]_+`` over a block of anchors, and its impostor part
@@ -48,35 +83,113 @@ def impostor_block(G, sq_norms, Z, codes, start, target_d, counts, scale,
         ``sum_{i, j, l active} (1 + d_ij - d_il)`` in float64.
     """
     b, n = G.shape
-    K = target_d.shape[1]
     k = Z.shape[1]
     loss = 0.0
     for i in range(b):
         g = start + i
         code = codes[g]
         sq_i = sq_norms[g]
-        radius = -np.inf  # the largest 1 + d_ij: no impostor beyond it
-        for t in range(K):
-            counts[i, t] = 0.0
-            if 1.0 + target_d[i, t] > radius:
-                radius = 1.0 + target_d[i, t]
+        radius = _anchor_radius(target_d, i, counts)
+        anchor_loss = 0.0  # summed per anchor, as impostor_rows does
         for l in range(n):  # noqa: E741 (the paper's index)
             if codes[l] == code:
                 continue
             d_il = max(sq_i + sq_norms[l] - 2.0 * G[i, l], 0.0)
             if d_il >= radius:
                 continue
-            w = 0.0
-            for t in range(K):
-                margin = 1.0 + target_d[i, t] - d_il
-                if margin > 0.0:
-                    loss += margin
-                    counts[i, t] += 1.0
-                    w += 1.0
+            w, margins = _impostor_weight(target_d, i, d_il, counts)
+            anchor_loss += margins
             if w > 0.0:
                 v = -2.0 * scale * w
                 for c in range(k):
                     step = v * (Z[g, c] - Z[l, c])
                     dZ[g, c] += step
                     dZ[l, c] -= step
+        loss += anchor_loss
     return loss
+
+
+@njit(cache=True, nogil=True)
+def impostor_rows(G, sq_norms, codes, start, target_d, counts, hinge, active, n_active, lo,
+                  hi):  # pragma: no cover (compiled)
+    """The scan of :func:`impostor_block` for the anchors lo..hi-1 of the block, without the
+    steps: ``hinge[i]`` (the anchor's sum of active margins), ``counts[i]``, and the anchor's
+    active impostors in order, ``active[i, :n_active[i]]`` (their points) and ``G[i,
+    :n_active[i]]`` (their weights w_il, integers, exact in G's dtype; written over entries
+    of the row already read). Rows are independent: any split gives the same numbers."""
+    n = G.shape[1]
+    for i in range(lo, hi):
+        g = start + i
+        code = codes[g]
+        sq_i = sq_norms[g]
+        radius = _anchor_radius(target_d, i, counts)
+        anchor_loss = 0.0
+        p = 0
+        for l in range(n):  # noqa: E741 (the paper's index)
+            if codes[l] == code:
+                continue
+            d_il = max(sq_i + sq_norms[l] - 2.0 * G[i, l], 0.0)
+            if d_il >= radius:
+                continue
+            w, margins = _impostor_weight(target_d, i, d_il, counts)
+            anchor_loss += margins
+            if w > 0.0:
+                active[i, p] = l
+                G[i, p] = w  # p <= l: the row's entry l is read before
+                p += 1
+        hinge[i] = anchor_loss
+        n_active[i] = p
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def impostor_rows_parallel(G, sq_norms, codes, start, target_d, counts, hinge, active,
+                           n_active, n_rows, block):  # pragma: no cover (compiled)
+    """:func:`impostor_rows` block by block on numba's threads (``_rows.run_rows``)."""
+    for t in prange(-(-n_rows // block)):
+        impostor_rows(G, sq_norms, codes, start, target_d, counts, hinge, active, n_active,
+                      t * block, min(n_rows, t * block + block))
+
+
+@njit(cache=True, nogil=True)
+def impostor_events(G, active, n_active, start, scale):  # pragma: no cover (compiled)
+    """``(first, second, v)``: the block's active pairs (anchor g, impostor l) in the order of
+    :func:`impostor_block`'s pass, and their ``v = -2 scale w_il``."""
+    total = 0
+    for i in range(n_active.shape[0]):
+        total += n_active[i]
+    first = np.empty(total, dtype=np.int64)
+    second = np.empty(total, dtype=np.int64)
+    v = np.empty(total)
+    e = 0
+    for i in range(n_active.shape[0]):
+        for p in range(n_active[i]):
+            first[e] = start + i
+            second[e] = active[i, p]
+            v[e] = -2.0 * scale * np.float64(G[i, p])
+            e += 1
+    return first, second, v
+
+
+@njit(cache=True, nogil=True)
+def impostor_sides(Z, first, second, v, dZ, order, lo, hi):  # pragma: no cover (compiled)
+    """``dZ[g] += v (z_g - z_l)`` (side 2e, the anchor) and ``dZ[l] -= v (z_g - z_l)`` (side
+    2e + 1, the impostor) for the sides ``order[lo:hi]`` of the events (g, l) = (first[e],
+    second[e]), in that order: :func:`impostor_block`'s steps."""
+    k = Z.shape[1]
+    for t in range(lo, hi):
+        e = order[t]
+        i = e // 2
+        g, l = first[i], second[i]  # noqa: E741
+        if e % 2 == 0:
+            for c in range(k):
+                dZ[g, c] += v[i] * (Z[g, c] - Z[l, c])
+        else:
+            for c in range(k):
+                dZ[l, c] -= v[i] * (Z[g, c] - Z[l, c])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def impostor_sides_parallel(Z, first, second, v, dZ, order, cuts):  # pragma: no cover
+    """:func:`impostor_sides` run by run of sides (``cuts``) on numba's threads."""
+    for t in prange(cuts.shape[0] - 1):
+        impostor_sides(Z, first, second, v, dZ, order, cuts[t], cuts[t + 1])

@@ -48,12 +48,29 @@ For a block B of b anchors one (b, n) buffer holds the Gram block ``Z_B Z^T`` (G
 each active pair's ``2 v_il (z_i - z_l)`` to dZ directly (O(k) per active pair: no
 (n x n x k) GEMM of a mostly-zero weight matrix). Memory O(b n + n k), never n x n: the
 impostor search is this blocked scan, redone at every evaluation (the active set follows L).
+
+Threads: on several package threads the scan runs on fixed units of anchors side by side
+(:func:`~metricfit.losses._lmnn_kernels.impostor_rows`), the active pairs are listed in the
+serial pass's order, and their steps are added to dZ by ranges of points
+(:func:`metricfit.pairs.index.scatter_by_points`): each row of dZ gets them in the order of the
+one-thread pass, and the hinge is summed per anchor then over the anchors in order in both,
+so J and dZ are the same bit for bit on any thread count (BLAS's Gram block aside: held to
+one thread, as in the tests). A block's list of active pairs is O(b n) at most.
 """
 
 import numpy as np
 
-from ..pairs.index import scatter_add_rows
-from ._lmnn_kernels import impostor_block
+from ..pairs.index import scatter_add_rows, scatter_by_points
+from ..parallel import get_threads
+from ._lmnn_kernels import (
+    impostor_block,
+    impostor_events,
+    impostor_rows,
+    impostor_rows_parallel,
+    impostor_sides,
+    impostor_sides_parallel,
+)
+from ._rows import ordered_sum, run_rows
 
 __all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
 
@@ -108,12 +125,13 @@ def cost_grad_embedded(Z, codes, targets, regularization=0.5, block_rows=None):
     sq_norms = np.einsum("ij,ij->i", Z, Z).astype(np.float64)
     dZ = np.zeros((n, k))  # float64 accumulator
     hinge = 0.0
+    scan = _impostors if get_threads() > 1 else impostor_block
     for start in range(0, n, b):
         stop = min(start + b, n)
         G = buffer[: stop - start]
         np.matmul(Z[start:stop], Z.T, out=G)  # Gram block
-        hinge += impostor_block(G, sq_norms, Z, codes, start, target_d[start:stop],
-                                counts[start:stop], push / n, dZ)
+        hinge += scan(G, sq_norms, Z, codes, start, target_d[start:stop], counts[start:stop],
+                      push / n, dZ)
     a = np.where(has, (mu + push * counts) / n, 0.0)  # target weights v_ij
     weighted = 2 * a[:, :, None] * delta  # (n, K, k): dJ/dz_i of each target pair
     dZ += weighted.sum(axis=1)
@@ -121,6 +139,20 @@ def cost_grad_embedded(Z, codes, targets, regularization=0.5, block_rows=None):
     pull = float(np.sum(np.where(has, target_d, 0.0)))
     J = (mu * pull + push * hinge) / n
     return J, dZ.astype(Z.dtype), int(counts.sum())
+
+
+def _impostors(G, sq_norms, Z, codes, start, target_d, counts, scale, dZ):
+    """:func:`~metricfit.losses._lmnn_kernels.impostor_block` on every core, the same numbers
+    (module docstring): the scan by fixed units of anchors, then the steps by point."""
+    b, n = G.shape
+    hinge, n_active = np.empty(b), np.empty(b, dtype=np.int64)
+    active = np.empty((b, n), dtype=np.int32 if n < 2 ** 31 else np.int64)
+    run_rows(impostor_rows, b, n, G, sq_norms, codes, start, target_d, counts, hinge, active,
+             n_active, driver=impostor_rows_parallel)
+    first, second, v = impostor_events(G, active, n_active, start, scale)
+    scatter_by_points(impostor_sides, first, second, Z.shape[0], Z, first, second, v, dZ,
+                      driver=impostor_sides_parallel)
+    return ordered_sum(hinge)
 
 
 def cost_grad(L, X, codes, targets, regularization=0.5, block_rows=None):
