@@ -2,21 +2,19 @@
 
 Pure, module-level, compiled on first use (``cache=True``), sums in float64.
 :func:`impostor_block` does a block in one serial pass (one thread). On several threads the
-same block takes three steps with the same numbers: :func:`impostor_rows` scans fixed units of
+same block takes two steps with the same numbers: :func:`impostor_rows` scans fixed units of
 anchors side by side, keeping each anchor's active impostors and their weights in its own row
-of the Gram block; :func:`impostor_events` lists them in the serial pass's order (anchor, then
-impostor); :func:`impostor_sides` adds their steps to dZ by ranges of points
-(:func:`metricfit.pairs.index.scatter_by_points`), each row of dZ receiving them in that order.
-The hinge is summed per anchor, then over the anchors in order, in both forms, so cost and
-gradient are the same bit for bit on any thread count. The plain-NumPy twin of the block is
+of the Gram block, then :func:`impostor_steps` adds their steps to dZ in the serial pass's
+order, on one thread (a step writes the impostor's row, which other anchors share). The hinge
+is summed per anchor, then over the anchors in order, in both forms, so cost and gradient are
+the same bit for bit on any thread count. The plain-NumPy twin of the block is
 ``impostor_block_ref`` in tests/test_lmnn.py.
 """
 
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["impostor_block", "impostor_rows", "impostor_rows_parallel", "impostor_events",
-           "impostor_sides", "impostor_sides_parallel"]
+__all__ = ["impostor_block", "impostor_rows", "impostor_rows_parallel", "impostor_steps"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -151,45 +149,18 @@ def impostor_rows_parallel(G, sq_norms, codes, start, target_d, counts, hinge, a
 
 
 @njit(cache=True, nogil=True)
-def impostor_events(G, active, n_active, start, scale):  # pragma: no cover (compiled)
-    """``(first, second, v)``: the block's active pairs (anchor g, impostor l) in the order of
-    :func:`impostor_block`'s pass, and their ``v = -2 scale w_il``."""
-    total = 0
-    for i in range(n_active.shape[0]):
-        total += n_active[i]
-    first = np.empty(total, dtype=np.int64)
-    second = np.empty(total, dtype=np.int64)
-    v = np.empty(total)
-    e = 0
-    for i in range(n_active.shape[0]):
-        for p in range(n_active[i]):
-            first[e] = start + i
-            second[e] = active[i, p]
-            v[e] = -2.0 * scale * np.float64(G[i, p])
-            e += 1
-    return first, second, v
-
-
-@njit(cache=True, nogil=True)
-def impostor_sides(Z, first, second, v, dZ, order, lo, hi):  # pragma: no cover (compiled)
-    """``dZ[g] += v (z_g - z_l)`` (side 2e, the anchor) and ``dZ[l] -= v (z_g - z_l)`` (side
-    2e + 1, the impostor) for the sides ``order[lo:hi]`` of the events (g, l) = (first[e],
-    second[e]), in that order: :func:`impostor_block`'s steps."""
+def impostor_steps(G, active, n_active, start, scale, Z, dZ):  # pragma: no cover (compiled)
+    """The steps of :func:`impostor_block` from the anchors' lists of :func:`impostor_rows`:
+    for each anchor g in order and each of its active impostors l in order, ``step = v (z_g -
+    z_l)`` with ``v = -2 scale w_gl``, added to ``dZ[g]`` and subtracted from ``dZ[l]``; the
+    same additions in the same order (serial: rows of dZ are shared between anchors)."""
     k = Z.shape[1]
-    for t in range(lo, hi):
-        e = order[t]
-        i = e // 2
-        g, l = first[i], second[i]  # noqa: E741
-        if e % 2 == 0:
+    for i in range(n_active.shape[0]):
+        g = start + i
+        for p in range(n_active[i]):
+            l = active[i, p]  # noqa: E741 (the paper's index)
+            v = -2.0 * scale * np.float64(G[i, p])
             for c in range(k):
-                dZ[g, c] += v[i] * (Z[g, c] - Z[l, c])
-        else:
-            for c in range(k):
-                dZ[l, c] -= v[i] * (Z[g, c] - Z[l, c])
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def impostor_sides_parallel(Z, first, second, v, dZ, order, cuts):  # pragma: no cover
-    """:func:`impostor_sides` run by run of sides (``cuts``) on numba's threads."""
-    for t in prange(cuts.shape[0] - 1):
-        impostor_sides(Z, first, second, v, dZ, order, cuts[t], cuts[t + 1])
+                step = v * (Z[g, c] - Z[l, c])
+                dZ[g, c] += step
+                dZ[l, c] -= step

@@ -50,26 +50,21 @@ each active pair's ``2 v_il (z_i - z_l)`` to dZ directly (O(k) per active pair: 
 impostor search is this blocked scan, redone at every evaluation (the active set follows L).
 
 Threads: on several package threads the scan runs on fixed units of anchors side by side
-(:func:`~metricfit.losses._lmnn_kernels.impostor_rows`), the active pairs are listed in the
-serial pass's order, and their steps are added to dZ by ranges of points
-(:func:`metricfit.pairs.index.scatter_by_points`): each row of dZ gets them in the order of the
-one-thread pass, and the hinge is summed per anchor then over the anchors in order in both,
-so J and dZ are the same bit for bit on any thread count (BLAS's Gram block aside: held to
-one thread, as in the tests). A block's list of active pairs is O(b n) at most.
+(:func:`~metricfit.losses._lmnn_kernels.impostor_rows`), each anchor's active impostors kept in
+its row of the Gram block, and their steps are then added to dZ in the one-thread pass's
+order (:func:`~metricfit.losses._lmnn_kernels.impostor_steps`, serial: an impostor's row is
+shared between anchors). The hinge is summed per anchor then over the anchors in order in both
+forms, so J and dZ are the same bit for bit on any thread count (BLAS's Gram block aside: held
+to one thread, as in the tests). Adding the steps by ranges of points on every core (the index
+pairs' scatter) was tried: its sort of the sides cost more than the steps where most pairs
+are active (docs/results/timing.md).
 """
 
 import numpy as np
 
-from ..pairs.index import scatter_add_rows, scatter_by_points
+from ..pairs.index import scatter_add_rows
 from ..parallel import get_threads
-from ._lmnn_kernels import (
-    impostor_block,
-    impostor_events,
-    impostor_rows,
-    impostor_rows_parallel,
-    impostor_sides,
-    impostor_sides_parallel,
-)
+from ._lmnn_kernels import impostor_block, impostor_rows, impostor_rows_parallel, impostor_steps
 from ._rows import ordered_sum, run_rows
 
 __all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
@@ -142,16 +137,14 @@ def cost_grad_embedded(Z, codes, targets, regularization=0.5, block_rows=None):
 
 
 def _impostors(G, sq_norms, Z, codes, start, target_d, counts, scale, dZ):
-    """:func:`~metricfit.losses._lmnn_kernels.impostor_block` on every core, the same numbers
-    (module docstring): the scan by fixed units of anchors, then the steps by point."""
+    """:func:`~metricfit.losses._lmnn_kernels.impostor_block` with its scan on every core, the
+    same numbers (module docstring): the scan by fixed units of anchors, then the steps."""
     b, n = G.shape
     hinge, n_active = np.empty(b), np.empty(b, dtype=np.int64)
     active = np.empty((b, n), dtype=np.int32 if n < 2 ** 31 else np.int64)
     run_rows(impostor_rows, b, n, G, sq_norms, codes, start, target_d, counts, hinge, active,
              n_active, driver=impostor_rows_parallel)
-    first, second, v = impostor_events(G, active, n_active, start, scale)
-    scatter_by_points(impostor_sides, first, second, Z.shape[0], Z, first, second, v, dZ,
-                      driver=impostor_sides_parallel)
+    impostor_steps(G, active, n_active, start, scale, Z, dZ)
     return ordered_sum(hinge)
 
 
