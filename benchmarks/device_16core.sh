@@ -72,7 +72,8 @@ LINEAR="tsml_float64 tsml_float32 csml_float64 csml_float32 ddml_float64 ddml_fl
 # shellcheck disable=SC2086
 step scaling "${SCALING_LIMIT:-210}" env ${SETTING[$BEST]} NUMBA_CACHE_DIR="$CACHES/$BEST" \
     python3 benchmarks/scaling.py --threads $COUNTS --only $LINEAR convnet_step \
-    convnet_inference descriptors nca_iteration plda_em --repeats 5 --timeout 65 \
+    convnet_inference descriptors nca_iteration plda_em lmnn_evaluation mlkr_evaluation \
+    --repeats 5 --timeout 65 \
     --json "$OUT/scaling.json" --markdown "$OUT/scaling.md"
 cat "$OUT/scaling.md" >>"$LOG" 2>/dev/null
 # C5's forward product in 64 blocks (on numba's driver from 12 threads) against the 8 NumPy

@@ -22,7 +22,9 @@ Workloads (``--only NAME ...`` selects; ``--list`` prints them):
   (as ``bench_cnn.py``); ``plda_em``: one EM iteration of PLDA on 1e5 x 256 against its two GEMMs
   (as ``bench_plda.py``); ``nca_iteration``: one L-BFGS iteration of NCA on digits (as
   ``bench_nca.py``); ``descriptors``: LBP, OCLBP, DenseSIFT, Gabor and HOG of 1,024 synthetic
-  62x47 images (as ``bench_descriptors.py``, without LFW).
+  62x47 images (as ``bench_descriptors.py``, without LFW);
+* ``lmnn_evaluation``, ``mlkr_evaluation``: one cost-and-gradient call of LMNN and MLKR at
+  ``L = I`` on digits (PCA to 30-d), float64.
 
 Registry: ``WORKLOADS = {name: callable(repeats) -> {"ms": ..., "bound_ms": ..., "x_bound":
 ...}}``. The hooks import their script lazily and use, in this order: a module-level dict
@@ -262,6 +264,30 @@ def _nca_iteration(repeats, iters=4):
     return {"ms": 1e3 * float(np.median(times[1:]))}
 
 
+def _catalogue(loss, dtype="float64"):
+    """One cost-and-gradient evaluation of a metric-learn catalogue loss at ``L = I`` on digits
+    (standardised, PCA to 30-d): ``lmnn`` (3 target neighbours a point, blocks of
+    ``lmnn.default_block_rows``), ``mlkr`` (the digit as the regression target)."""
+
+    def run(repeats):
+        from sklearn.datasets import load_digits
+        from sklearn.decomposition import PCA
+        from sklearn.preprocessing import StandardScaler
+
+        from metricfit.learners.lmnn import target_neighbors
+        from metricfit.losses import lmnn, mlkr
+
+        X, y = load_digits(return_X_y=True)
+        X = PCA(30, random_state=0).fit_transform(StandardScaler().fit_transform(X))
+        X, L = X.astype(dtype), np.eye(30, dtype=dtype)
+        if loss == "lmnn":
+            codes = y.astype(np.int64)
+            targets = target_neighbors(X, codes, 3)
+            return _timed(lambda: lmnn.cost_grad(L, X, codes, targets), repeats)
+        return _timed(lambda: mlkr.cost_grad(L, X, y.astype(dtype)), repeats)
+    return run
+
+
 def _descriptors(repeats, n_images=1024):
     descriptors = _script("bench_descriptors").DESCRIPTORS
     images = np.random.default_rng(0).random((n_images, 62, 47))
@@ -282,6 +308,7 @@ WORKLOADS.update({
     "nca_iteration": _hook("bench_nca", "nca_iteration", _nca_entry, _nca_iteration),
     "descriptors": _hook("bench_descriptors", "descriptors", _no_entry, _descriptors),
 })
+WORKLOADS.update({f"{loss}_evaluation": _catalogue(loss) for loss in ("lmnn", "mlkr")})
 
 
 # -- one thread count, in its own process ---------------------------------------------------
