@@ -134,7 +134,8 @@ def _regression(W, Z, sq_norms, y, start, cutoff, tiny, r):
 
     The Gram rows by units, not the block in one GEMM: OpenBLAS wrote digits' 1,797 x 1,797
     Gram block (k = 30) in 8.5 ms, and in 4.3 ms as 128-row products on one thread
-    (docs/results/timing.md); the same numbers."""
+    (docs/results/timing.md). Its products by units round a little differently in float64
+    (J and dJ/dZ within 8e-16 of the one GEMM's on digits), the same bits in float32."""
     squares = np.empty(W.shape[0])
 
     def unit(rows):
