@@ -44,18 +44,20 @@ scatter over the active impostor pairs.
 Memory: blocks of anchors
 -------------------------
 For a block B of b anchors one (b, n) buffer holds the Gram block ``Z_B Z^T`` (GEMM);
-:func:`metricfit.losses._lmnn_kernels.impostor_block` scans it for active triples and adds
-each active pair's ``2 v_il (z_i - z_l)`` to dZ directly (O(k) per active pair: no
-(n x n x k) GEMM of a mostly-zero weight matrix). Memory O(b n + n k), never n x n: the
-impostor search is this blocked scan, redone at every evaluation (the active set follows L).
+:func:`metricfit.losses._lmnn_kernels.impostor_rows` scans it for active triples, and
+:func:`~metricfit.losses._lmnn_kernels.impostor_steps` adds each active pair's ``2 v_il (z_i -
+z_l)`` to dZ directly (O(k) per active pair: no (n x n x k) GEMM of a mostly-zero weight
+matrix). Memory O(b n + n k), never n x n (the scan's lists of active impostors: a (b, n)
+integer array): the impostor search is this blocked scan, redone at every evaluation (the
+active set follows L).
 
-Threads: on several package threads the scan runs on fixed units of anchors side by side
+Threads: the scan runs on fixed units of anchors, side by side on several package threads
 (:func:`~metricfit.losses._lmnn_kernels.impostor_rows`), each anchor's active impostors kept in
-its row of the Gram block, and their steps are then added to dZ in the one-thread pass's
-order (:func:`~metricfit.losses._lmnn_kernels.impostor_steps`, serial: an impostor's row is
-shared between anchors). The hinge is summed per anchor then over the anchors in order in both
-forms, so J and dZ are the same bit for bit on any thread count (BLAS's Gram block aside: held
-to one thread, as in the tests). Adding the steps by ranges of points on every core (the index
+its row of the Gram block, and their steps are then added to dZ anchor after anchor
+(:func:`~metricfit.losses._lmnn_kernels.impostor_steps`, serial: an impostor's row is shared
+between anchors). The hinge is summed per anchor then over the anchors in order, so J and dZ
+are the same bit for bit on any thread count (BLAS's Gram block aside: held to one thread, as
+in the tests). Adding the steps by ranges of points on every core (the index
 pairs' scatter) was tried: its sort of the sides cost more than the steps where most pairs
 are active (docs/results/timing.md).
 """
@@ -63,8 +65,7 @@ are active (docs/results/timing.md).
 import numpy as np
 
 from ..pairs.index import scatter_add_rows
-from ..parallel import get_threads
-from ._lmnn_kernels import impostor_block, impostor_rows, impostor_rows_parallel, impostor_steps
+from ._lmnn_kernels import impostor_rows, impostor_rows_parallel, impostor_steps
 from ._rows import ordered_sum, run_rows
 
 __all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
@@ -120,13 +121,12 @@ def cost_grad_embedded(Z, codes, targets, regularization=0.5, block_rows=None):
     sq_norms = np.einsum("ij,ij->i", Z, Z).astype(np.float64)
     dZ = np.zeros((n, k))  # float64 accumulator
     hinge = 0.0
-    scan = _impostors if get_threads() > 1 else impostor_block
     for start in range(0, n, b):
         stop = min(start + b, n)
         G = buffer[: stop - start]
         np.matmul(Z[start:stop], Z.T, out=G)  # Gram block
-        hinge += scan(G, sq_norms, Z, codes, start, target_d[start:stop], counts[start:stop],
-                      push / n, dZ)
+        hinge += _impostors(G, sq_norms, Z, codes, start, target_d[start:stop],
+                            counts[start:stop], push / n, dZ)
     a = np.where(has, (mu + push * counts) / n, 0.0)  # target weights v_ij
     weighted = 2 * a[:, :, None] * delta  # (n, K, k): dJ/dz_i of each target pair
     dZ += weighted.sum(axis=1)
@@ -138,7 +138,8 @@ def cost_grad_embedded(Z, codes, targets, regularization=0.5, block_rows=None):
 
 def _impostors(G, sq_norms, Z, codes, start, target_d, counts, scale, dZ):
     """:func:`~metricfit.losses._lmnn_kernels.impostor_block` with its scan on every core, the
-    same numbers (module docstring): the scan by fixed units of anchors, then the steps."""
+    same numbers (module docstring): the scan by fixed units of anchors, then the steps; the
+    block's hinge, summed per anchor then over the anchors in order."""
     b, n = G.shape
     hinge, n_active = np.empty(b), np.empty(b, dtype=np.int64)
     active = np.empty((b, n), dtype=np.int32 if n < 2 ** 31 else np.int64)
