@@ -11,11 +11,10 @@ from _reference import central_differences, relative_error
 from metricfit.learners import LMNN
 from metricfit.learners.lmnn import target_neighbors
 from metricfit.losses import lmnn
-from metricfit.losses._lmnn_kernels import impostor_block
 
 
 def impostor_block_ref(Z, codes, start, stop, target_d, scale):
-    """NumPy twin of impostor_block: the loss, counts and the impostor part of dJ/dZ."""
+    """NumPy twin of lmnn._impostors: the loss, counts and the impostor part of dJ/dZ."""
     n, k = Z.shape
     D = np.sum((Z[start:stop, None, :] - Z[None, :, :]) ** 2, axis=2)  # (b, n)
     other = codes[start:stop, None] != codes[None, :]
@@ -65,7 +64,7 @@ def test_impostor_kernel_matches_its_numpy_twin(dtype):
     dZ = np.zeros((40, 3))
     G = Z[start:stop] @ Z.T
     sq = np.einsum("ij,ij->i", Z, Z).astype(np.float64)
-    loss = impostor_block(G, sq, Z, y, start, target_d, counts, 0.25, dZ)
+    loss = lmnn._impostors(G, sq, Z, y, start, target_d, counts, 0.25, dZ)
     loss_r, counts_r, dZ_r = impostor_block_ref(Z.astype(np.float64), y, start, stop,
                                                 target_d, 0.25)
     tol = 1e-4 if dtype == np.float32 else 1e-10

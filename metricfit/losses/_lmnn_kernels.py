@@ -6,16 +6,16 @@ threads), keeping each anchor's active impostors and their weights in its own ro
 block, then :func:`impostor_steps` adds their steps to dZ, anchor after anchor, on one thread
 (a step writes the impostor's row, which other anchors share). The hinge is summed per anchor,
 then over the anchors in order, so cost and gradient are the same bit for bit on any thread
-count. :func:`impostor_block` is the two steps on one thread. (The one-pass kernel they
-replace, the steps inside the scan, ran 15-17% slower on one thread: the step loop inside kept
-the scan from vectorising.) The plain-NumPy twin of the block is
-``impostor_block_ref`` in tests/test_lmnn.py.
+count (:func:`metricfit.losses.lmnn._impostors` runs the two on a block). (The one-pass kernel
+they replace, the steps inside the scan, ran 15-17% slower on one thread: the step loop inside
+kept the scan from vectorising.) The plain-NumPy twin of a block is ``impostor_block_ref`` in
+tests/test_lmnn.py.
 """
 
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["impostor_block", "impostor_rows", "impostor_rows_parallel", "impostor_steps"]
+__all__ = ["impostor_rows", "impostor_rows_parallel", "impostor_steps"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -46,57 +46,9 @@ def _impostor_weight(target_d, i, d_il, counts):  # pragma: no cover (compiled)
 
 
 @njit(cache=True, nogil=True)
-def impostor_block(G, sq_norms, Z, codes, start, target_d, counts, scale,
-                   dZ):  # pragma: no cover (compiled)
-    """The hinge ``sum [1 + d_ij - d_il]_+`` over a block of anchors, and its impostor part
-    of dJ/dZ, on one thread (:func:`impostor_rows` over the whole block, then
-    :func:`impostor_steps`).
-
-    Parameters
-    ----------
-    G : ndarray of shape (b, n)
-        The Gram block ``z_i . z_l`` of anchors ``start .. start + b - 1`` with every point:
-        ``d_il = max(|z_i|^2 + |z_l|^2 - 2 z_i . z_l, 0)``.
-    sq_norms : ndarray of shape (n,)
-        ``|z_l|^2``.
-    Z : ndarray of shape (n, k)
-        The embedded points.
-    codes : ndarray of shape (n,), int64
-        Class codes.
-    start : int
-        The first anchor's row.
-    target_d : ndarray of shape (b, K)
-        Squared distances ``d_ij`` of each anchor to its K target neighbours (-inf for a
-        missing neighbour: never active).
-    counts : ndarray of shape (b, K), float64, out
-        Overwritten with the number of active impostors l of each (i, j).
-    scale : float
-        ``dJ/dd_il = -scale * w_il``, ``w_il`` the number of targets j for which l is active
-        (another class and ``d_il < 1 + d_ij``).
-    dZ : ndarray of shape (n, k), float64, in/out
-        Adds ``2 v (z_i - z_l)`` to row i and subtracts it from row l for every active
-        ``(i, l)``, ``v = -scale * w_il``.
-
-    Returns
-    -------
-    loss : float
-        ``sum_{i, j, l active} (1 + d_ij - d_il)`` in float64.
-    """
-    b, n = G.shape
-    hinge, n_active = np.empty(b), np.empty(b, dtype=np.int64)
-    active = np.empty((b, n), dtype=np.int64)
-    impostor_rows(G, sq_norms, codes, start, target_d, counts, hinge, active, n_active, 0, b)
-    impostor_steps(G, active, n_active, start, scale, Z, dZ)
-    loss = 0.0
-    for i in range(b):  # per anchor, then over the anchors in order
-        loss += hinge[i]
-    return loss
-
-
-@njit(cache=True, nogil=True)
 def impostor_rows(G, sq_norms, codes, start, target_d, counts, hinge, active, n_active, lo,
                   hi):  # pragma: no cover (compiled)
-    """The scan of :func:`impostor_block` for the anchors lo..hi-1 of the block, without the
+    """The impostor scan of the anchors lo..hi-1 of a block (the Gram block G), without the
     steps: ``hinge[i]`` (the anchor's sum of active margins), ``counts[i]``, and the anchor's
     active impostors in order, ``active[i, :n_active[i]]`` (their points) and ``G[i,
     :n_active[i]]`` (their weights w_il, integers, exact in G's dtype; written over entries
@@ -136,7 +88,7 @@ def impostor_rows_parallel(G, sq_norms, codes, start, target_d, counts, hinge, a
 
 @njit(cache=True, nogil=True)
 def impostor_steps(G, active, n_active, start, scale, Z, dZ):  # pragma: no cover (compiled)
-    """The steps of :func:`impostor_block` from the anchors' lists of :func:`impostor_rows`:
+    """The impostor steps of a block from the anchors' lists of :func:`impostor_rows`:
     for each anchor g in order and each of its active impostors l in order, ``step = v (z_g -
     z_l)`` with ``v = -2 scale w_gl``, added to ``dZ[g]`` and subtracted from ``dZ[l]``; the
     same additions in the same order (serial: rows of dZ are shared between anchors)."""

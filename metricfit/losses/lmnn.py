@@ -137,9 +137,42 @@ def cost_grad_embedded(Z, codes, targets, regularization=0.5, block_rows=None):
 
 
 def _impostors(G, sq_norms, Z, codes, start, target_d, counts, scale, dZ):
-    """:func:`~metricfit.losses._lmnn_kernels.impostor_block` with its scan on every core, the
-    same numbers (module docstring): the scan by fixed units of anchors, then the steps; the
-    block's hinge, summed per anchor then over the anchors in order."""
+    """The hinge ``sum [1 + d_ij - d_il]_+`` over a block of anchors, summed per anchor then
+    over the anchors in order, and its impostor part of dJ/dZ: the scan by fixed units of
+    anchors on the package's threads (:func:`~metricfit.losses._lmnn_kernels.impostor_rows`),
+    then the steps on one thread (:func:`~metricfit.losses._lmnn_kernels.impostor_steps`);
+    the same numbers on any thread count (module docstring).
+
+    Parameters
+    ----------
+    G : ndarray of shape (b, n)
+        The Gram block ``z_i . z_l`` of anchors ``start .. start + b - 1`` with every point:
+        ``d_il = max(|z_i|^2 + |z_l|^2 - 2 z_i . z_l, 0)``.
+    sq_norms : ndarray of shape (n,)
+        ``|z_l|^2``.
+    Z : ndarray of shape (n, k)
+        The embedded points.
+    codes : ndarray of shape (n,), int64
+        Class codes.
+    start : int
+        The first anchor's row.
+    target_d : ndarray of shape (b, K)
+        Squared distances ``d_ij`` of each anchor to its K target neighbours (-inf for a
+        missing neighbour: never active).
+    counts : ndarray of shape (b, K), float64, out
+        Overwritten with the number of active impostors l of each (i, j).
+    scale : float
+        ``dJ/dd_il = -scale * w_il``, ``w_il`` the number of targets j for which l is active
+        (another class and ``d_il < 1 + d_ij``).
+    dZ : ndarray of shape (n, k), float64, in/out
+        Adds ``2 v (z_i - z_l)`` to row i and subtracts it from row l for every active
+        ``(i, l)``, ``v = -scale * w_il``.
+
+    Returns
+    -------
+    loss : float
+        ``sum_{i, j, l active} (1 + d_ij - d_il)`` in float64.
+    """
     b, n = G.shape
     hinge, n_active = np.empty(b), np.empty(b, dtype=np.int64)
     active = np.empty((b, n), dtype=np.int32 if n < 2 ** 31 else np.int64)
