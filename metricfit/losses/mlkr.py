@@ -37,8 +37,8 @@ which is eq. 4, :math:`\partial J / \partial A = 4 A \sum_{ij} (\hat y_i - y_i)\
 Memory and work: blocks of rows
 -------------------------------
 :math:`\hat y_i` needs only row i of P, so one pass suffices: for a block B of b rows, one
-(b, n) buffer holds the Gram block ``Z_B Z^T`` (GEMM), then the weights :math:`w_{ij}`
-(:func:`metricfit.losses._mlkr_kernels.regression_block`: the stabilised softmax
+(b, n) buffer holds the Gram block ``Z_B Z^T`` (GEMMs by units of rows), then the weights
+:math:`w_{ij}` (:func:`metricfit.losses._mlkr_kernels.regression_block`: the stabilised softmax
 :math:`\exp(\min_l d_{il} - d_{ij})`, the point itself 0). Entries whose exponent lies
 under ``log`` of the dtype's smallest normal number, plus 1 (-707.4 in float64, -86.3 in
 float32: :data:`CUTOFF`), are skipped, and a weight under that number is 0: no subnormal
@@ -53,14 +53,16 @@ dense formula with those entries 0.
 Memory O(b n + n k), never n x n.
 
 Threads: a block's rows go through the kernel on :func:`metricfit.get_threads` threads in
-fixed units of :data:`UNIT_ROWS` rows (rows are independent; their squared errors are added
-in row order afterwards), the GEMMs on BLAS's threads; the scatter path is serial. J and
+fixed units of :data:`UNIT_ROWS` rows, each unit making its own Gram rows first (BLAS on one
+thread inside the units; rows are independent; their squared errors are added in row order
+afterwards), the gradient's GEMMs on BLAS's threads; the scatter path is serial. J and
 dJ/dZ do not depend on the package's thread count (BLAS's own rounding aside).
 """
 
 import numpy as np
 
 from ..parallel import blas_threads, get_threads, map_blocks
+from . import _rows
 from ._mlkr_kernels import regression_block, scatter_block
 from ._nca_kernels import logit_floor
 
@@ -103,7 +105,7 @@ def cost_grad_embedded(Z, y, block_rows=None):
     b = block_rows or default_block_rows(n, Z.itemsize)
     buffer = np.empty((min(b, n), n), dtype=Z.dtype)
     sq_norms = np.einsum("ij,ij->i", Z, Z).astype(np.float64)
-    cutoff, tiny = CUTOFF[np.dtype(Z.dtype)], float(np.finfo(Z.dtype).tiny)
+    cutoff, tiny = CUTOFF[np.dtype(Z.dtype)], _rows.tiny(Z.dtype)
     dZ = np.zeros((n, k))  # float64 accumulator
     WtZ, c, dense = np.zeros((n, k)), np.zeros(n), False
     r = np.empty(n)

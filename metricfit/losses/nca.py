@@ -79,6 +79,7 @@ import math
 import numpy as np
 
 from ..parallel import blas_threads, get_threads, map_blocks
+from . import _rows
 from ._nca_kernels import (
     add_column_sums,
     identity_members,
@@ -109,7 +110,7 @@ def _block_to_weights(Z, S, sq_norms, codes, weight_args, start, p, r, c, right,
     its core's cache), then the units' column sums added into ``c`` in unit order. The
     numbers do not depend on the thread count.
     """
-    floor, tiny = logit_floor(S.dtype), float(np.finfo(S.dtype).tiny)
+    floor, tiny = logit_floor(S.dtype), _rows.tiny(S.dtype)
 
     def unit(rows):
         part = S[rows]
