@@ -16,6 +16,7 @@ from sklearn.neighbors import NeighborhoodComponentsAnalysis
 
 from metricfit import NCA
 from metricfit.losses import nca
+from metricfit.losses._nca_kernels import KEPT_FACTOR, SKIPPED_BELOW_FLOOR
 from metricfit.losses._simd_rows import dot_lanes_twin
 from metricfit.mappings import MLP, Linear, Tanh
 
@@ -96,7 +97,8 @@ def test_no_subnormal_weight_reaches_the_products(rng, dtype):
                           np.ones((1, 60), dtype), float(tiny), p, r)
     assert not ((E != 0) & (np.abs(E) < tiny)).any()
     if dtype == np.float32:
-        assert (S == -np.inf).mean() > 0.2  # the floor did cut
+        skipped = nca.logit_floor(dtype) - SKIPPED_BELOW_FLOOR
+        assert (S == np.float32(skipped)).mean() > 0.2  # the floor did cut
         J, G = nca.cost_grad(np.eye(4, dtype=dtype), Z, codes)
         J64, G64 = nca.cost_grad(np.eye(4), X, codes)
         assert J == pytest.approx(J64, rel=1e-5)
@@ -106,16 +108,16 @@ def test_no_subnormal_weight_reaches_the_products(rng, dtype):
 def shifted_logits_twin(S, sq_norms, start, floor):
     """The plain loop ``shifted_logits`` replaced, in NumPy: each distance formed in float64
     (``(sq_i + sq_j)`` in the rows' dtype, then ``- 2.0 S``), clamped at 0, stored in S's
-    dtype; ``min_{l != i} d_il`` of the float64 distances minus the stored ones, ``-inf``
-    under ``floor``."""
+    dtype; ``min_{l != i} d_il`` of the float64 distances minus the stored ones, ``floor -
+    SKIPPED_BELOW_FLOOR`` under ``floor`` and on the diagonal."""
     out = np.empty_like(S)
     for i in range(S.shape[0]):
         g = start + i
         d = np.maximum((sq_norms[g] + sq_norms).astype(np.float64) - 2.0 * S[i], 0.0)
         nearest = np.min(np.delete(d, g)) if d.size > 1 else np.inf
         logits = nearest - d.astype(S.dtype).astype(np.float64)
-        out[i] = np.where(logits >= floor, logits, -np.inf)
-        out[i, g] = -np.inf
+        out[i] = np.where(logits >= floor, logits, floor - SKIPPED_BELOW_FLOOR)
+        out[i, g] = floor - SKIPPED_BELOW_FLOOR
     return out
 
 
@@ -127,7 +129,9 @@ def dot_lanes(row):
 def neighbour_weights_twin(E, codes, start, tiny):
     """``neighbour_weights`` in NumPy: W in E's dtype and p; the row's total in ``pair_dot``'s
     lane order, the identity's share one entry after the other (``r_i``: ``dot_lanes`` of
-    W's stored rows)."""
+    W's stored rows); the skipped entries (under KEPT_FACTOR times the smallest normal
+    number) set to 0 first, in E too."""
+    E[:] = np.where(E >= np.finfo(E.dtype).tiny * KEPT_FACTOR, E, 0.0)
     W, p = np.empty_like(E), np.empty(E.shape[0])
     for i in range(E.shape[0]):
         g = start + i

@@ -117,8 +117,7 @@ def _block_to_weights(Z, S, sq_norms, codes, weight_args, start, p, r, c, right,
         first = start + rows.start
         np.matmul(Z[first:start + rows.stop], Z.T, out=part)  # Gram rows (u, n)
         shifted_logits(part, sq_norms, first, floor)
-        with np.errstate(under="ignore"):  # far neighbours weigh 0: that is the softmax
-            np.exp(part, out=part)  # NumPy's SIMD exp: 2-3x a numba loop in float32
+        np.exp(part, out=part)  # NumPy's SIMD exp: 2-3x a numba loop in float32
         neighbour_weights(part, codes, first, *weight_args, tiny, p[rows], r[rows])
         np.matmul(part, right, out=product[rows])  # (u, m) rows of W_B right
         add_column_sums(part, partial[rows.start // UNIT_ROWS])
@@ -149,14 +148,14 @@ def _weight_blocks(Z, codes, block_rows, p, r, c, right, product):
         yield start, stop, S, P
 
 
-def _add_transposed_product(acc, W, Y):
+def add_transposed_product(acc, W, Y):
     """``acc += W^T Y`` (n, m) by fixed units of W's columns (= acc's rows), in the pool."""
     def unit(cols):
         acc[cols] += W[:, cols].T @ Y
     map_blocks(unit, W.shape[1], UNIT_COLUMNS)
 
 
-def _single_blas():
+def single_blas():
     """BLAS on one thread while the pool does the work (no spinning BLAS workers fighting
     the pool's threads for the cores); left alone on one metricfit thread."""
     return blas_threads(1 if get_threads() > 1 else None)
@@ -185,9 +184,9 @@ def cost_grad_embedded(Z, codes, block_rows=None):
     WZ = np.empty_like(Z)  # rows of W Z, (n, k)
     WtZ = np.zeros((n, k), dtype=Z.dtype)  # W^T Z, accumulated (n, k)
     p, r, c = np.empty(n), np.empty(n), np.zeros(n)
-    with _single_blas():  # nested in cost_grad's: a no-op there
+    with single_blas():  # nested in cost_grad's: a no-op there
         for start, stop, W, _ in _weight_blocks(Z, codes, block_rows, p, r, c, Z, WZ):
-            _add_transposed_product(WtZ, W, Z[start:stop])  # W Z's rows came with W
+            add_transposed_product(WtZ, W, Z[start:stop])  # W Z's rows came with W
     dZ = (r + c).astype(Z.dtype)[:, None] * Z
     dZ -= WZ
     dZ -= WtZ
@@ -223,7 +222,7 @@ def cost_grad(A, X, codes, block_rows=None):
     J : float
     G : ndarray of shape (n_components, n_features)
     """
-    with _single_blas():
+    with single_blas():
         return _cost_grad(A, X, codes, block_rows)
 
 
@@ -238,7 +237,7 @@ def _cost_grad(A, X, codes, block_rows):
     WX = np.empty((min(block_rows or n, n), d), dtype=Z.dtype)  # W_B X, a block at a time
     p, r, c = np.empty(n), np.empty(n), np.zeros(n)
     for start, stop, _, rows in _weight_blocks(Z, codes, block_rows, p, r, c, X, WX):
-        _add_transposed_product(MT, rows, X[start:stop])  # (d, d)
+        add_transposed_product(MT, rows, X[start:stop])  # (d, d)
     M = MT.T
     D = (X.T * (r + c).astype(X.dtype)) @ X  # X^T diag(r + c) X, (d, d)
     D -= M
