@@ -61,6 +61,39 @@ def test_scatter_and_gemm_paths_agree(monkeypatch, share):
     np.testing.assert_allclose(dZ, dZ_ref, rtol=1e-10, atol=1e-12 * np.abs(dZ_ref).max())
 
 
+def _mixed_units(monkeypatch):
+    """Points whose units of 8 rows are dense (a tight cluster) or sparse (spread far), and a
+    spy on the units' choices."""
+    monkeypatch.setattr(mlkr, "UNIT_ROWS", 8)
+    rng = np.random.default_rng(13)
+    X = np.vstack([0.3 * rng.normal(size=(40, 4)), 9.0 * rng.normal(size=(40, 4))])
+    choices, block_weights = [], mlkr._block_weights
+    monkeypatch.setattr(mlkr, "_block_weights",
+                        lambda *a: choices.append(block_weights(*a)) or choices[-1])
+    return X, rng.normal(size=80), choices
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5, 2.0])  # all dense, mixed, all sparse
+def test_both_algebras_of_the_linear_map_match_the_dense_formula(monkeypatch, share):
+    """``cost_grad`` with d < 2k (``2 A (X^T diag(r + c) X - M - M^T) + S^T X``) and with d >=
+    2k (``(dJ/dZ)^T X``) give the dense formula's gradient, with every unit dense, every unit
+    scattered, and a mix of both in one block."""
+    X, y, choices = _mixed_units(monkeypatch)
+    monkeypatch.setattr(mlkr, "SPARSE_SHARE", share)
+    rng = np.random.default_rng(14)
+    for A in (rng.normal(size=(3, 4)), rng.normal(size=(2, 4))):  # d < 2k, d >= 2k
+        J_ref, dZ_ref = cost_grad_embedded_ref(X @ A.T, y)
+        G_ref = dZ_ref.T @ X
+        choices.clear()
+        J, G = mlkr.cost_grad(A, X, y, block_rows=40)
+        np.testing.assert_allclose(J, J_ref, rtol=1e-12)
+        np.testing.assert_allclose(G, G_ref, rtol=1e-9, atol=1e-11 * np.abs(G_ref).max())
+        units = np.concatenate(choices)
+        assert units.size == 10
+        assert units.all() if share == 0.0 else (not units.any() if share == 2.0 else
+                                                 0 < units.sum() < units.size)
+
+
 def problem(n=40, d=5, seed=0):
     rng = np.random.default_rng(seed)
     return rng.normal(size=(n, d)), rng.normal(size=n), 0.5 * rng.normal(size=(3, d))
@@ -123,17 +156,21 @@ def test_no_subnormal_weight_reaches_the_products(dtype):
     """Points spread so far that many kernel entries lie under the dtype's cutoff (their exp
     would be subnormal, which slows the GEMMs many times): no weight is subnormal, and the
     cost and gradient stay those of the dense formula."""
-    from metricfit.losses._mlkr_kernels import regression_block
+    from metricfit.losses._mlkr_kernels import regression_weights
+    from metricfit.losses._nca_kernels import shifted_logits
 
     rng = np.random.default_rng(11)
     Z, y = 6.0 * rng.normal(size=(60, 4)), rng.normal(size=60)
     Zd = Z.astype(dtype)
-    G = Zd[:20] @ Zd.T
+    G = Zd[:20] @ Zd.T  # one unit's Gram rows, through the unit's steps
     r, squares = np.empty(20), np.empty(20)
     sq_norms = np.einsum("ij,ij->i", Zd, Zd).astype(np.float64)
     tiny = np.finfo(dtype).tiny
-    regression_block(G, sq_norms, y, 0, mlkr.CUTOFF[np.dtype(dtype)], float(tiny), r, squares,
-                     0, 20)
+    shifted_logits(G, sq_norms, 0, mlkr.CUTOFF[np.dtype(dtype)])
+    with np.errstate(under="ignore"):
+        np.exp(G, out=G)
+    assert not ((G != 0) & (np.abs(G) < tiny)).any()  # no subnormal kernel entry
+    regression_weights(G, y, 0, np.ones((1, 60), dtype=dtype), float(tiny), r, squares)
     assert not ((G != 0) & (np.abs(G) < tiny)).any()
     J, dZ = mlkr.cost_grad_embedded(Zd, y)
     J_ref, dZ_ref = cost_grad_embedded_ref(Z, y)
@@ -163,3 +200,36 @@ def test_the_same_numbers_on_any_thread_count(dtype, monkeypatch):
         for J, dZ in results[1:]:
             assert J == results[0][0]
             np.testing.assert_array_equal(dZ, results[0][1])
+    X, y, _ = _mixed_units(monkeypatch)  # the linear map's form (d < 2k), mixed units
+    X = X.astype(dtype)
+    monkeypatch.setattr(mlkr, "SPARSE_SHARE", 0.5)
+    A = np.random.default_rng(15).normal(size=(3, 4)).astype(dtype)
+    results = []
+    for n in (1, 2, 3):
+        with threads(n), blas_threads(1):
+            results.append(mlkr.cost_grad(A, X, y, block_rows=50))
+    for J, G in results[1:]:
+        assert J == results[0][0]
+        np.testing.assert_array_equal(G, results[0][1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lane_dot_sums_in_its_stated_order(dtype):
+    """``lane_dot``: entry j on accumulator j mod 16, the accumulators first to last, then the
+    entries left over; the same bits as that order written out in Python."""
+    from metricfit.losses._mlkr_kernels import DOT_LANES, lane_dot
+
+    rng = np.random.default_rng(16)
+    for n in (0, 5, 16, 37, 100):
+        row = (rng.normal(size=n) * 10.0 ** rng.integers(-6, 6, n)).astype(dtype)
+        y = rng.normal(size=n) * 10.0 ** rng.integers(-6, 6, n)
+        stop = n - n % DOT_LANES
+        lanes = [0.0] * DOT_LANES
+        for j in range(stop):
+            lanes[j % DOT_LANES] += float(row[j]) * float(y[j])
+        want = 0.0
+        for value in lanes:
+            want += value
+        for j in range(stop, n):
+            want += float(row[j]) * float(y[j])
+        assert lane_dot(row, y, np.empty(DOT_LANES)) == want
