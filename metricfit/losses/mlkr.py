@@ -68,7 +68,7 @@ from ..parallel import map_blocks
 from . import _rows
 from ._mlkr_kernels import regression_weights, scatter_columns, scatter_rows
 from ._nca_kernels import add_column_sums, logit_floor, shifted_logits
-from .nca import add_transposed_product, single_blas
+from .nca import add_transposed_product, linear_gradient, single_blas
 
 __all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
 
@@ -135,16 +135,17 @@ def cost_grad(A, X, y, block_rows=None):
     Otherwise ``(dJ/dZ)^T X`` from :func:`cost_grad_embedded`.
     """
     with single_blas():
-        return _cost_grad(A, X, y, block_rows)
-
-
-def _cost_grad(A, X, y, block_rows):
-    Z = X @ A.T  # (n, k)
-    k, d = A.shape
-    if d >= 2 * k:
+        Z = X @ A.T  # (n, k)
+        if A.shape[1] < 2 * A.shape[0]:
+            return _cost_grad_narrow(A, X, Z, y, block_rows)
         J, dZ = cost_grad_embedded(Z, y, block_rows)
         return J, dZ.T @ X
-    n = X.shape[0]
+
+
+def _cost_grad_narrow(A, X, Z, y, block_rows):
+    """:func:`cost_grad` where ``d < 2k``: NCA's algebra, plus the sparse units' ``S^T X``."""
+    n, d = X.shape
+    k = A.shape[0]
     MT = np.zeros((d, d), dtype=X.dtype)  # M^T = sum_B (W_B X)^T X_B
     WX = np.zeros((min(block_rows or n, n), d), dtype=X.dtype)  # W_B X, a block at a time
     sums = _RowSums(n)
@@ -152,11 +153,7 @@ def _cost_grad(A, X, y, block_rows):
     for start, W, dense, WX_B in _weight_blocks(Z, y, block_rows, sums, X, WX, scattered):
         add_transposed_product(MT, WX_B, X[start:start + W.shape[0]])  # (d, d)
         any_sparse |= _scatter_columns(W, Z, start, dense, scattered)
-    M = MT.T
-    D = (X.T * (sums.r + sums.c).astype(X.dtype)) @ X  # X^T diag(r + c) X, (d, d)
-    D -= M
-    D -= M.T
-    G = 2 * (A @ D)  # (k, d)
+    G = linear_gradient(A, X, sums.r + sums.c, MT)  # (k, d)
     if any_sparse:
         G = (G + scattered.T @ X).astype(X.dtype)
     return sums.cost(), G

@@ -238,11 +238,18 @@ def _cost_grad(A, X, codes, block_rows):
     p, r, c = np.empty(n), np.empty(n), np.zeros(n)
     for start, stop, _, rows in _weight_blocks(Z, codes, block_rows, p, r, c, X, WX):
         add_transposed_product(MT, rows, X[start:stop])  # (d, d)
+    return -math.fsum(p), linear_gradient(A, X, r + c, MT)
+
+
+def linear_gradient(A, X, row_and_column_sums, MT):
+    """``2 A (X^T diag(r + c) X - M - M^T)`` (k, d) from ``r + c`` (n,) and ``M^T = sum_B
+    (W_B X)^T X_B`` (d, d): the gradient of a loss ``f(W)`` with ``dJ/dZ = 2 (diag(r + c) Z -
+    W Z - W^T Z)`` through ``Z = X A^T`` (NCA's, and MLKR's dense part)."""
     M = MT.T
-    D = (X.T * (r + c).astype(X.dtype)) @ X  # X^T diag(r + c) X, (d, d)
+    D = (X.T * row_and_column_sums.astype(X.dtype)) @ X  # X^T diag(r + c) X, (d, d)
     D -= M
     D -= M.T
-    return -math.fsum(p), 2 * (A @ D)  # (k, d)
+    return 2 * (A @ D)  # (k, d)
 
 
 def objective(mapping, X, codes, block_rows=None):
