@@ -68,18 +68,28 @@ def _mixed_units(monkeypatch):
     rng = np.random.default_rng(13)
     X = np.vstack([0.3 * rng.normal(size=(40, 4)), 9.0 * rng.normal(size=(40, 4))])
     choices, block_weights = [], mlkr._block_weights
-    monkeypatch.setattr(mlkr, "_block_weights",
-                        lambda *a: choices.append(block_weights(*a)) or choices[-1])
+
+    def spy(*args):
+        dense, folded = block_weights(*args)
+        choices.append(dense)
+        return dense, folded
+
+    monkeypatch.setattr(mlkr, "_block_weights", spy)
     return X, rng.normal(size=80), choices
 
 
+@pytest.mark.parametrize("fold", [True, False])  # W^T Z by the units, or after the block
 @pytest.mark.parametrize("share", [0.0, 0.5, 2.0])  # all dense, mixed, all sparse
-def test_both_algebras_of_the_linear_map_match_the_dense_formula(monkeypatch, share):
+def test_both_algebras_of_the_linear_map_match_the_dense_formula(monkeypatch, share, fold):
     """``cost_grad`` with d < 2k (``2 A (X^T diag(r + c) X - M - M^T) + S^T X``) and with d >=
     2k (``(dJ/dZ)^T X``) give the dense formula's gradient, with every unit dense, every unit
     scattered, and a mix of both in one block."""
+    from metricfit.losses import nca
+
     X, y, choices = _mixed_units(monkeypatch)
     monkeypatch.setattr(mlkr, "SPARSE_SHARE", share)
+    if not fold:
+        monkeypatch.setattr(nca, "FOLD_ENTRIES", 0)
     rng = np.random.default_rng(14)
     for A in (rng.normal(size=(3, 4)), rng.normal(size=(2, 4))):  # d < 2k, d >= 2k
         J_ref, dZ_ref = cost_grad_embedded_ref(X @ A.T, y)

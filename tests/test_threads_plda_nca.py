@@ -161,15 +161,32 @@ def _nca_data(dtype):
     return X, codes
 
 
+@pytest.mark.parametrize("fold", [True, False])  # W^T Z by the units, or by columns after
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("k", [3, 8])  # d >= 2k: through dJ/dZ; d < 2k: the 2 A (...) form
-def test_nca_cost_and_gradient_are_bit_for_bit_on_1_2_3_threads(small_units, dtype, k):
+def test_nca_cost_and_gradient_are_bit_for_bit_on_1_2_3_threads(small_units, monkeypatch,
+                                                                 dtype, k, fold):
+    if not fold:
+        monkeypatch.setattr(nca, "FOLD_ENTRIES", 0)
     X, codes = _nca_data(dtype)
     A = (np.random.default_rng(1).normal(size=(k, 8)) * 0.5).astype(dtype)
     runs = [_on(t, lambda: nca.cost_grad(A, X, codes, block_rows=40)) for t in THREADS]
     for J, G in runs[1:]:
         assert J == runs[0][0]
         assert_array_equal(G, runs[0][1])
+
+
+def test_nca_transposed_product_by_units_equals_it_by_columns(small_units, monkeypatch):
+    """``W^T Z`` made by the units while their rows are in cache (their parts added in unit
+    order) or over each block afterwards (FOLD_ENTRIES 0): the same cost and gradient."""
+    X, codes = _nca_data(np.float64)
+    Z = X[:, :3] * 2.0
+    folded = nca.cost_grad_embedded(Z, codes, block_rows=40)
+    monkeypatch.setattr(nca, "FOLD_ENTRIES", 0)
+    by_columns = nca.cost_grad_embedded(Z, codes, block_rows=40)
+    assert folded[0] == by_columns[0]
+    assert_allclose(folded[1], by_columns[1], rtol=1e-12, atol=1e-14)
+    assert not np.array_equal(folded[1], np.zeros_like(Z))
 
 
 def test_nca_column_sums_and_weights_match_numpy_twins(small_units):

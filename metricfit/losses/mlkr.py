@@ -68,7 +68,13 @@ from ..parallel import map_blocks
 from . import _rows
 from ._mlkr_kernels import regression_weights, scatter_columns, scatter_rows
 from ._nca_kernels import add_column_sums, logit_floor, shifted_logits
-from .nca import add_transposed_product, linear_gradient, single_blas
+from .nca import (
+    add_transposed_product,
+    add_unit_parts,
+    linear_gradient,
+    single_blas,
+    unit_transposed,
+)
 
 __all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
 
@@ -111,8 +117,8 @@ def cost_grad_embedded(Z, y, block_rows=None):
     sums = _RowSums(n)
     scattered = np.zeros((n, k))  # the sparse units' part of dJ/dZ, float64
     with single_blas():  # nested in cost_grad's: a no-op there
-        for start, W, dense, _ in _weight_blocks(Z, y, block_rows, sums, Z, WZ, scattered):
-            _add_dense_transposed(WtZ, W, Z[start:start + W.shape[0]], dense)
+        for start, W, dense, _ in _weight_blocks(Z, y, block_rows, sums, Z, WZ, scattered,
+                                                 WtZ):
             _scatter_columns(W, Z, start, dense, scattered)
     dZ = 2.0 * ((sums.r + sums.c)[:, None] * Z - WZ - WtZ) + scattered  # float64
     return sums.cost(), dZ.astype(Z.dtype)
@@ -170,11 +176,13 @@ class _RowSums:
         return float(np.cumsum(self.squares)[-1]) if self.squares.size else 0.0
 
 
-def _weight_blocks(Z, y, block_rows, sums, right, product, scattered):
+def _weight_blocks(Z, y, block_rows, sums, right, product, scattered, transposed=None):
     """Yield ``(start, W_B, dense, P_B)`` for each block of rows B = start.., W_B (b, n) the
     weights in a reused buffer, ``dense`` the units' choice (:func:`_block_weights`) and
     ``P_B = W_B right`` (b, m; 0 on the sparse units' rows) the rows start.. of ``product``
-    where it has n rows, else its first b rows."""
+    where it has n rows, else its first b rows; with ``transposed`` (n, m), the dense units'
+    ``W_u^T right_u`` added into it (by the units where their parts fit,
+    :func:`metricfit.losses.nca.unit_transposed`, else by runs of dense units)."""
     n = Z.shape[0]
     b = block_rows or default_block_rows(n, Z.itemsize)
     y = np.asarray(y, dtype=np.float64)
@@ -184,11 +192,15 @@ def _weight_blocks(Z, y, block_rows, sums, right, product, scattered):
         stop = min(start + b, n)
         W = buffer[: stop - start]
         P = product[start:stop] if product.shape[0] == n else product[: stop - start]
-        dense = _block_weights(W, Z, sq_norms, y, start, sums, right, P, scattered)
+        dense, folded = _block_weights(W, Z, sq_norms, y, start, sums, right, P, scattered,
+                                       transposed)
+        if transposed is not None and not folded:
+            _add_dense_transposed(transposed, W, right[start:stop], dense)
         yield start, W, dense, P
 
 
-def _block_weights(W, Z, sq_norms, y, start, sums, right, product, scattered):
+def _block_weights(W, Z, sq_norms, y, start, sums, right, product, scattered,
+                   transposed=None):
     """One block of rows B = start.. (W its (b, n) buffer): on :func:`metricfit.get_threads`
     threads over fixed units of :data:`UNIT_ROWS` rows, each unit's Gram rows ``Z_u Z^T``
     (BLAS on one thread where the pool runs), the shifted exponents ``min_l d_il - d_ij``
@@ -200,13 +212,16 @@ def _block_weights(W, Z, sq_norms, y, start, sums, right, product, scattered):
     ``product`` and its column sums (float64, row order; the units' sums added into ``c`` in
     unit order); a sparser one has its ``r`` and its product rows set to 0 and its entries'
     row side scattered into ``scattered`` (:func:`._mlkr_kernels.scatter_rows`, O(nnz k)),
-    the column side following by units of columns (:func:`_scatter_columns`). Returns the
-    units' choice (True: dense); it depends on the unit's entries alone, so the numbers do
-    not depend on the thread count."""
+    the column side following by units of columns (:func:`_scatter_columns`). With
+    ``transposed``, a dense unit also makes its ``W_u^T right_u``, added into it in unit
+    order, where the parts fit (:func:`metricfit.losses.nca.unit_transposed`). Returns the
+    units' choice (True: dense), which depends on the unit's entries alone, so the numbers
+    do not depend on the thread count, and whether ``transposed`` was filled."""
     cutoff, tiny = CUTOFF[np.dtype(W.dtype)], _rows.tiny(W.dtype)
     ones = np.ones((1, W.shape[1]), dtype=W.dtype)
     n_units = -(-W.shape[0] // UNIT_ROWS)
     dense, partial = np.zeros(n_units, dtype=bool), np.zeros((n_units, W.shape[1]))
+    parts = unit_transposed(n_units, transposed)
 
     def unit(rows):
         part, first, stop = W[rows], start + rows.start, start + rows.stop
@@ -220,6 +235,8 @@ def _block_weights(W, Z, sq_norms, y, start, sums, right, product, scattered):
         if dense[u]:
             np.matmul(part, right, out=product[rows])  # (u, m) rows of W right
             add_column_sums(part, partial[u])
+            if parts is not None:  # (n, m): W_u^T right_u
+                np.matmul(part.T, right[first:stop], out=parts[u])
         else:  # the scatter adds the whole of these rows' terms
             sums.r[first:stop] = 0.0
             product[rows] = 0.0
@@ -228,7 +245,10 @@ def _block_weights(W, Z, sq_norms, y, start, sums, right, product, scattered):
     map_blocks(unit, W.shape[0], UNIT_ROWS)
     for unit_sums in partial[dense]:  # the dense units' column sums, in unit order
         sums.c += unit_sums
-    return dense
+    if parts is None:
+        return dense, False
+    add_unit_parts(transposed, parts, np.flatnonzero(dense))
+    return dense, True
 
 
 def _add_dense_transposed(acc, W, Z_B, dense):
