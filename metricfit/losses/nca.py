@@ -55,8 +55,8 @@ For a block B of b rows, one (b, n) buffer holds in turn the Gram block ``Z_B Z^
 the shifted logits ``min_l d_il - d_ij`` (numba), their ``exp`` (NumPy: SIMD in float32;
 in float64 only on AVX-512 hosts) and the weights
 ``w_ij`` (numba); then ``W_B Z`` (GEMM) fills rows B of one (n, k) array and ``W_B^T Z_B`` is
-accumulated into another by BLAS ``gemm`` with ``beta = 1``. Memory is O(b n + n k), never
-n x n; per evaluation: three (n x n x k) GEMMs. The linear map has a cheaper algebra when
+accumulated into another. Memory is O(b n + n k), never n x n (and the units' parts of
+``W_B^T Z_B``, at most :data:`FOLD_ENTRIES`); per evaluation: three (n x n x k) GEMMs. The linear map has a cheaper algebra when
 d < 2k: ``dJ/dA = 2 A (X^T diag(r + c) X - M - M^T)`` with ``M = X^T W X`` summed as
 ``X_B^T (W_B X)``, two (n x n) GEMMs in all (:func:`cost_grad`), as many as scikit-learn's
 n x n computation.
@@ -69,7 +69,9 @@ Threads: a block's work runs on :func:`metricfit.get_threads` threads over fixed
 ``UNIT_ROWS`` rows (the rows of W are independent): each unit computes its Gram rows, the
 numba kernels and ``exp``, then, while its rows of W are in its core's cache, their product
 with X (or Z) and their column sums (float64, in row order); the units' column sums are then
-added in unit order. ``X_B^T (W_B X)`` (or ``W^T Z``) follows over fixed units of columns.
+added in unit order. ``W^T Z``: each unit's ``W_u^T Z_u`` too, the parts added in unit order
+(:func:`unit_transposed`), else over each block by fixed units of columns, as ``X_B^T (W_B
+X)``.
 BLAS runs on one thread inside the units. The result does not depend on the thread count
 (bit for bit, ``tests/test_threads_plda_nca.py``) and equals the serial computation's.
 """
