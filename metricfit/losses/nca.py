@@ -56,10 +56,10 @@ the shifted logits ``min_l d_il - d_ij`` (numba), their ``exp`` (NumPy: SIMD in 
 in float64 only on AVX-512 hosts) and the weights
 ``w_ij`` (numba); then ``W_B Z`` (GEMM) fills rows B of one (n, k) array and ``W_B^T Z_B`` is
 accumulated into another. Memory is O(b n + n k), never n x n (and the units' parts of
-``W_B^T Z_B``, at most :data:`FOLD_ENTRIES`); per evaluation: three (n x n x k) GEMMs. The linear map has a cheaper algebra when
-d < 2k: ``dJ/dA = 2 A (X^T diag(r + c) X - M - M^T)`` with ``M = X^T W X`` summed as
-``X_B^T (W_B X)``, two (n x n) GEMMs in all (:func:`cost_grad`), as many as scikit-learn's
-n x n computation.
+``W_B^T Z_B``, at most :data:`FOLD_ENTRIES`); per evaluation: three (n x n x k) GEMMs. The
+linear map has a cheaper algebra when d < 2k: ``dJ/dA = 2 A (X^T diag(r + c) X - M -
+M^T)`` with ``M = X^T W X`` summed as ``X_B^T (W_B X)``, two (n x n) GEMMs in all
+(:func:`cost_grad`), as many as scikit-learn's n x n computation.
 The softmax is shifted by the row's smallest distance, so ``exp`` never overflows; sums are
 accumulated in float64 also for float32 data, a row's total and its sum of weights on vector
 lanes in a fixed order (:func:`metricfit.losses._simd_rows.pair_dot`), so that they vectorise
