@@ -19,7 +19,17 @@ measurements:
   (``--compare A B`` prints the largest relative difference of each), for two trees run with
   ``PYTHONPATH=<tree>``.
 
+- ``units``: how many rows a work unit should hold where a block has few of them (n points
+  above about 2,300: a block of b rows gives ``ceil(b / 128)`` units, at n = 8,000 five, so on
+  16 cores at most five busy threads). NCA and MLKR on ``--n`` random 30-d points (``A = 0.5
+  I``, float64, default blocks), ``UNIT_ROWS`` 128, 64 and 32 (set on both modules), at each
+  of ``--threads`` (``metricfit.threads``; start the process with the thread variables at
+  the largest); medians of ``--repeats`` (at least 3) in ms. On the 2-core machine, n =
+  8,000: smaller units cost (each unit's GEMMs pack Z and X again); this is for a machine
+  with many cores to decide.
+
     python benchmarks/softmax_losses.py [exp] [losses] [--repeats 15] [--save out.npz]
+    python benchmarks/softmax_losses.py units [--n 8000] [--threads 1 4 16] [--repeats 3]
     python benchmarks/softmax_losses.py --compare before.npz after.npz
 """
 
@@ -92,6 +102,34 @@ def losses(repeats, save=None):
         np.savez(save, **results)
 
 
+def units(n, counts, repeats):
+    from metricfit.losses import mlkr, nca
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 30))
+    codes, y, A = rng.integers(0, 50, n).astype(np.int64), rng.normal(size=n), 0.5 * np.eye(30)
+    kept = nca.UNIT_ROWS, mlkr.UNIT_ROWS
+    try:
+        for rows in (128, 64, 32):
+            nca.UNIT_ROWS = mlkr.UNIT_ROWS = rows
+            b = nca.default_block_rows(n, 8)
+            cells = []
+            for threads in counts:
+                with metricfit.threads(threads):
+                    for name, call in (("nca", lambda: nca.cost_grad(A, X, codes)),
+                                       ("mlkr", lambda: mlkr.cost_grad(A, X, y))):
+                        times = []
+                        for _ in range(max(3, repeats)):
+                            t0 = time.perf_counter()
+                            call()
+                            times.append(time.perf_counter() - t0)
+                        cells.append(f"{name} {threads}t {1e3 * np.median(times[1:]):.1f}")
+            print(f"n {n}, units of {rows} rows ({-(-b // rows)} a block of {b}): "
+                  + "  ".join(cells), flush=True)
+    finally:
+        nca.UNIT_ROWS, mlkr.UNIT_ROWS = kept
+
+
 def compare(before, after):
     a, b = np.load(before), np.load(after)
     for key in a.files:
@@ -102,13 +140,15 @@ def compare(before, after):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", nargs="*", help="exp and/or losses (default: both)")
+    parser.add_argument("what", nargs="*", help="exp, losses, units (default: exp losses)")
+    parser.add_argument("--n", type=int, default=8000, help="points for units")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="for units")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--save")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
     args = parser.parse_args(argv)
-    if set(args.what) - {"exp", "losses"}:
-        parser.error(f"what must be exp or losses, not {args.what}")
+    if set(args.what) - {"exp", "losses", "units"}:
+        parser.error(f"what must be exp, losses or units, not {args.what}")
     if args.compare:
         compare(*args.compare)
         return
@@ -117,7 +157,12 @@ def main(argv=None):
     print(f"numpy {np.__version__}; blas {', '.join(blas)}; metricfit threads "
           f"{metricfit.get_threads()}")
     for what in args.what or ["exp", "losses"]:
-        exp_paths(args.repeats) if what == "exp" else losses(args.repeats, args.save)
+        if what == "exp":
+            exp_paths(args.repeats)
+        elif what == "losses":
+            losses(args.repeats, args.save)
+        else:
+            units(args.n, args.threads, args.repeats)
 
 
 if __name__ == "__main__":
