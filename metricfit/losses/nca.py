@@ -148,8 +148,9 @@ def unit_transposed(n_units, transposed):
     """A (n_units, n, m) buffer for the units' own ``W_u^T right_u`` where ``transposed``
     (n, m) is given and they hold at most :data:`FOLD_ENTRIES` entries, else None. Made by
     the units while their rows of W are in cache, they spare ``W_B^T right_B`` a second pass
-    over the whole (b, n) block from memory (digits, k = 30: 6.5 ms of a 24 ms evaluation on
-    one thread)."""
+    over the whole (b, n) block from memory: NCA on digits to 2-d, 13.5 -> 10.9 ms an
+    evaluation on one thread (8.7 -> 7.0 on two); to 30-d no change, the parts' products
+    costing what the pass did (docs/results/timing.md)."""
     if transposed is None or n_units * transposed.size > FOLD_ENTRIES:
         return None
     return np.empty((n_units, *transposed.shape), dtype=transposed.dtype)
