@@ -1,7 +1,9 @@
 """NCA's compiled kernels (:mod:`metricfit.losses.nca`): the distances of a Gram row and their
-minimum on vector lanes (shared with MLKR, :mod:`._mlkr_kernels`), the shifted logits, the
-neighbour weights and their column sums, and the floor below which a logit gives weight 0.
-Pure ``nogil`` numba functions, compiled on first use; float64 accumulators for float32 data.
+minimum on vector lanes, the shifted logits and the floor below which a logit is skipped (its
+weight 0; written finite, and its ``exp`` set to 0 by :func:`drop_skipped`), the neighbour
+weights and their column sums. MLKR (:mod:`.mlkr`, :mod:`._mlkr_kernels`) shares all but the
+neighbour weights. Pure ``nogil`` numba functions, compiled on first use; float64
+accumulators for float32 data.
 """
 
 import math
