@@ -11,6 +11,7 @@ from _reference import central_differences, relative_error
 from metricfit.learners import LMNN
 from metricfit.learners.lmnn import target_neighbors
 from metricfit.losses import lmnn
+from metricfit.losses._lmnn_kernels import SCREEN
 
 
 def impostor_block_ref(Z, codes, start, stop, target_d, scale):
@@ -54,14 +55,18 @@ def loss_ref(L, X, y, targets, mu=0.5):
     return J / n
 
 
+@pytest.mark.parametrize("n", [40, 301])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_impostor_kernel_matches_its_numpy_twin(dtype):
-    X, y, T = problem(n=40, seed=1)
-    Z = (X @ np.random.default_rng(2).normal(size=(5, 3)) * 0.6).astype(dtype)
+def test_impostor_kernel_matches_its_numpy_twin(dtype, n):
+    """n = 301: rows of several screened chunks (``_lmnn_kernels.SCREEN``), the last one short,
+    some with candidates and some without."""
+    X, y, T = problem(n=n, seed=1)
+    scale = 0.6 if n < SCREEN else 2.5  # n = 301: fewer impostors, some chunks without
+    Z = (X @ np.random.default_rng(2).normal(size=(5, 3)) * scale).astype(dtype)
     start, stop = 7, 23
     target_d = np.sum((Z[start:stop, None] - Z[T[start:stop]]) ** 2, axis=2).astype(np.float64)
     counts = np.full(target_d.shape, -5.0)
-    dZ = np.zeros((40, 3))
+    dZ = np.zeros((n, 3))
     G = Z[start:stop] @ Z.T
     sq = np.einsum("ij,ij->i", Z, Z).astype(np.float64)
     loss = lmnn._impostors(G, sq, Z, y, start, target_d, counts, 0.25, dZ)
@@ -69,6 +74,11 @@ def test_impostor_kernel_matches_its_numpy_twin(dtype):
                                                 target_d, 0.25)
     tol = 1e-4 if dtype == np.float32 else 1e-10
     assert counts.sum() > 10  # the test exercises active triples
+    if n > SCREEN:  # and chunks of the screen with candidates and without
+        D = np.sum((Z[start:stop, None].astype(float) - Z[None].astype(float)) ** 2, axis=2)
+        hit = (y[start:stop, None] != y) & (D < 1 + target_d.max(axis=1, keepdims=True))
+        chunks = np.add.reduceat(hit, np.arange(0, n, SCREEN), axis=1) > 0
+        assert chunks.any() and not chunks.all()
     np.testing.assert_array_equal(counts, counts_r)
     np.testing.assert_allclose(loss, loss_r, rtol=tol)
     np.testing.assert_allclose(dZ, dZ_r, rtol=tol, atol=tol)

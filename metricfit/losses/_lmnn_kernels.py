@@ -10,12 +10,24 @@ count (:func:`metricfit.losses.lmnn._impostors` runs the two on a block). (The o
 they replace, the steps inside the scan, ran 15-17% slower on one thread: the step loop inside
 kept the scan from vectorising.) The plain-NumPy twin of a block is ``impostor_block_ref`` in
 tests/test_lmnn.py.
+
+The scan screens each anchor's row :data:`SCREEN` points at a time (:func:`_any_candidate`:
+the impostor test without branches on an unsigned index, which the compiler vectorises; the
+test with its branches did not) and runs the exact loop only on the chunks with a candidate:
+the same points in the same order, so the same numbers. On digits-30 at ``L = I`` (1,521
+active triples), the scan of the whole Gram matrix took 1.29 ms instead of 2.49 on one thread
+of the 2-core machine. :func:`target_distances` and :func:`target_steps` do the target pairs'
+part (before: NumPy on an (n, K, k) array of differences, whose broadcast subtraction alone
+took 0.87 ms there).
 """
 
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["impostor_rows", "impostor_rows_parallel", "impostor_steps"]
+__all__ = ["impostor_rows", "impostor_rows_parallel", "impostor_steps", "target_distances",
+           "target_steps"]
+
+SCREEN = 64  # points screened at once for a candidate impostor
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -46,6 +58,19 @@ def _impostor_weight(target_d, i, d_il, counts):  # pragma: no cover (compiled)
 
 
 @njit(cache=True, nogil=True)
+def _any_candidate(g, sq_i, sq_norms, codes, code, radius, lo, hi):  # pragma: no cover
+    """The number of points l in lo..hi-1 of another class with ``|z_i|^2 + |z_l|^2 - 2 g_l <
+    radius`` (a superset of :func:`impostor_rows`' test ``max(., 0) < radius``), without
+    branches and on an unsigned index: a loop the compiler vectorises."""
+    hits = 0
+    for t in range(hi - lo):
+        l = np.uint64(lo + t)  # noqa: E741 (the paper's index)
+        x = sq_i + sq_norms[l] - 2.0 * g[l]
+        hits += (x < radius) & (codes[l] != code)
+    return hits
+
+
+@njit(cache=True, nogil=True)
 def impostor_rows(G, sq_norms, codes, start, target_d, counts, hinge, active, n_active, lo,
                   hi):  # pragma: no cover (compiled)
     """The impostor scan of the anchors lo..hi-1 of a block (the Gram block G), without the
@@ -61,18 +86,22 @@ def impostor_rows(G, sq_norms, codes, start, target_d, counts, hinge, active, n_
         radius = _anchor_radius(target_d, i, counts)
         anchor_loss = 0.0
         p = 0
-        for l in range(n):  # noqa: E741 (the paper's index)
-            if codes[l] == code:
+        for lo_l in range(0, n, SCREEN):
+            hi_l = min(lo_l + SCREEN, n)
+            if not _any_candidate(G[i], sq_i, sq_norms, codes, code, radius, lo_l, hi_l):
                 continue
-            d_il = max(sq_i + sq_norms[l] - 2.0 * G[i, l], 0.0)
-            if d_il >= radius:
-                continue
-            w, margins = _impostor_weight(target_d, i, d_il, counts)
-            anchor_loss += margins
-            if w > 0.0:
-                active[i, p] = l
-                G[i, p] = w  # p <= l: the row's entry l is read before
-                p += 1
+            for l in range(lo_l, hi_l):  # noqa: E741 (the paper's index)
+                if codes[l] == code:
+                    continue
+                d_il = max(sq_i + sq_norms[l] - 2.0 * G[i, l], 0.0)
+                if d_il >= radius:
+                    continue
+                w, margins = _impostor_weight(target_d, i, d_il, counts)
+                anchor_loss += margins
+                if w > 0.0:
+                    active[i, p] = l
+                    G[i, p] = w  # p <= l: the row's entry l is read before
+                    p += 1
         hinge[i] = anchor_loss
         n_active[i] = p
 
@@ -102,3 +131,37 @@ def impostor_steps(G, active, n_active, start, scale, Z, dZ):  # pragma: no cove
                 step = v * (Z[g, c] - Z[l, c])
                 dZ[g, c] += step
                 dZ[l, c] -= step
+
+
+@njit(cache=True, nogil=True)
+def target_distances(Z, targets, target_d):  # pragma: no cover (compiled)
+    """``target_d[i, t] = |z_i - z_j|^2`` (float64) for each target neighbour ``j =
+    targets[i, t]``, -inf where there is none (-1: never active)."""
+    for i in range(targets.shape[0]):
+        for t in range(targets.shape[1]):
+            j = targets[i, t]
+            if j < 0:
+                target_d[i, t] = -np.inf
+                continue
+            d = 0.0
+            for c in range(Z.shape[1]):
+                diff = np.float64(Z[i, c]) - np.float64(Z[j, c])
+                d += diff * diff
+            target_d[i, t] = d
+
+
+@njit(cache=True, nogil=True)
+def target_steps(Z, targets, weights, dZ):  # pragma: no cover (compiled)
+    """The pull part of dJ/dZ: for each target pair (i, j) in order, ``step = 2 v_ij (z_i -
+    z_j)`` added to ``dZ[i]`` and subtracted from ``dZ[j]`` (``v = weights[i, t]``; no pair
+    where ``targets[i, t] < 0``). Serial: rows of dZ are shared between pairs."""
+    for i in range(targets.shape[0]):
+        for t in range(targets.shape[1]):
+            j = targets[i, t]
+            if j < 0:
+                continue
+            v = 2.0 * weights[i, t]
+            for c in range(Z.shape[1]):
+                step = v * (np.float64(Z[i, c]) - np.float64(Z[j, c]))
+                dZ[i, c] += step
+                dZ[j, c] -= step

@@ -64,8 +64,8 @@ are active (docs/results/timing.md).
 
 import numpy as np
 
-from ..pairs.index import scatter_add_rows
-from ._lmnn_kernels import impostor_rows, impostor_rows_parallel, impostor_steps
+from ._lmnn_kernels import (impostor_rows, impostor_rows_parallel, impostor_steps,
+                            target_distances, target_steps)
 from ._rows import ordered_sum, run_rows
 
 __all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
@@ -111,10 +111,8 @@ def cost_grad_embedded(Z, codes, targets, regularization=0.5, block_rows=None):
     n, k = Z.shape
     mu, push = float(regularization), 1.0 - float(regularization)
     has = targets >= 0
-    safe = np.where(has, targets, np.arange(n)[:, None])
-    delta = Z[:, None, :] - Z[safe]  # (n, K, k): z_i - z_j, 0 where no target
-    target_d = np.einsum("ijk,ijk->ij", delta, delta).astype(np.float64)
-    target_d[~has] = -np.inf  # never active
+    target_d = np.empty(targets.shape)
+    target_distances(Z, targets, target_d)  # -inf where no target: never active
     counts = np.zeros(target_d.shape)
     b = block_rows or default_block_rows(n, Z.itemsize)
     buffer = np.empty((min(b, n), n), dtype=Z.dtype)
@@ -127,10 +125,7 @@ def cost_grad_embedded(Z, codes, targets, regularization=0.5, block_rows=None):
         np.matmul(Z[start:stop], Z.T, out=G)  # Gram block
         hinge += _impostors(G, sq_norms, Z, codes, start, target_d[start:stop],
                             counts[start:stop], push / n, dZ)
-    a = np.where(has, (mu + push * counts) / n, 0.0)  # target weights v_ij
-    weighted = 2 * a[:, :, None] * delta  # (n, K, k): dJ/dz_i of each target pair
-    dZ += weighted.sum(axis=1)
-    scatter_add_rows(dZ, safe.ravel(), weighted.reshape(-1, k), -1.0)
+    target_steps(Z, targets, (mu + push * counts) / n, dZ)  # the target weights v_ij
     pull = float(np.sum(np.where(has, target_d, 0.0)))
     J = (mu * pull + push * hinge) / n
     return J, dZ.astype(Z.dtype), int(counts.sum())
