@@ -64,8 +64,13 @@ are active (docs/results/timing.md).
 
 import numpy as np
 
-from ._lmnn_kernels import (impostor_rows, impostor_rows_parallel, impostor_steps,
-                            target_distances, target_steps)
+from ._lmnn_kernels import (
+    impostor_rows,
+    impostor_rows_parallel,
+    impostor_steps,
+    target_distances,
+    target_steps,
+)
 from ._rows import ordered_sum, run_rows
 
 __all__ = ["cost_grad", "cost_grad_embedded", "default_block_rows"]
