@@ -164,7 +164,8 @@ def test_bad_input_is_named():
 def test_default_blocks_stay_cache_sized():
     """At most MAX_BLOCK_ROWS anchors a block (a Gram block of all n rows left the cache
     between the GEMM and the scan); the 32 MiB budget still binds for large n."""
-    assert lmnn.default_block_rows(1797, 8) == lmnn.MAX_BLOCK_ROWS == 512
+    assert lmnn.default_block_rows(1797, 8) == lmnn.MAX_BLOCK_ROWS == 1024
+    assert lmnn.default_block_rows(5000, 8) == 2 ** 25 // (5000 * 8)
     assert lmnn.default_block_rows(100, 8) == 100
     assert lmnn.default_block_rows(20_000, 8) == 2 ** 25 // (20_000 * 8)
     assert lmnn.default_block_rows(10 ** 7, 4) == 16

@@ -55,10 +55,10 @@ Threads: the scan runs on fixed units of anchors, side by side on several packag
 (:func:`~metricfit.losses._lmnn_kernels.impostor_rows`), each anchor's active impostors kept in
 its row of the Gram block, and their steps are then added to dZ anchor after anchor
 (:func:`~metricfit.losses._lmnn_kernels.impostor_steps`, serial: an impostor's row is shared
-between anchors). The hinge is summed per anchor then over the anchors in order, so J and dZ
-are the same bit for bit on any thread count (BLAS's Gram block aside: held to one thread, as
-in the tests). Adding the steps by ranges of points on every core (the index
-pairs' scatter) was tried: its sort of the sides cost more than the steps where most pairs
+between anchors). The hinge is summed per anchor then over all anchors in order (whatever the
+blocks), so J and dZ are the same bit for bit on any thread count (BLAS's Gram block aside:
+held to one thread, as in the tests). Adding the steps by ranges of points on every core (the
+index pairs' scatter) was tried: its sort of the sides cost more than the steps where most pairs
 are active (docs/results/timing.md).
 """
 
@@ -80,7 +80,11 @@ BLOCK_BYTES = 2 ** 25  # 32 MiB for the (b, n) buffer by default
 #: so a block of all n rows of digits (1,797 x 1,797 float64, 26 MB) left the cache between
 #: the two. One evaluation on digits-30 on the 2-core machine, one thread: 14.4 -> 9.7 ms
 #: (float64), 11.5 -> 7.9 (float32); at n = 5,000 and 20,000 no change (docs/results/timing.md).
-MAX_BLOCK_ROWS = 512
+#: 512 until the scan was screened on vector registers (_lmnn_kernels): then blocks of 1,024
+#: took 3.59 instead of 3.88 ms at 2 threads on digits-30 (two blocks instead of four: each
+#: hand-over between the GEMM's threads and the scan's costs), 5.54 against 5.58 on one; at n =
+#: 5,000, 838 rows (the 32 MiB) 21.6 against 22.9 ms at 2 threads, 38.5 against 38.3 on one.
+MAX_BLOCK_ROWS = 1024
 
 
 def default_block_rows(n_samples, itemsize):
@@ -123,20 +127,20 @@ def cost_grad_embedded(Z, codes, targets, regularization=0.5, block_rows=None):
     buffer = np.empty((min(b, n), n), dtype=Z.dtype)
     sq_norms = np.einsum("ij,ij->i", Z, Z).astype(np.float64)
     dZ = np.zeros((n, k))  # float64 accumulator
-    hinge = 0.0
+    hinge = np.empty(n)  # each anchor's sum of active margins, summed in order at the end
     for start in range(0, n, b):
         stop = min(start + b, n)
         G = buffer[: stop - start]
         np.matmul(Z[start:stop], Z.T, out=G)  # Gram block
-        hinge += _impostors(G, sq_norms, Z, codes, start, target_d[start:stop],
-                            counts[start:stop], push / n, dZ)
+        _impostors(G, sq_norms, Z, codes, start, target_d[start:stop], counts[start:stop],
+                   push / n, dZ, hinge[start:stop])
     target_steps(Z, targets, (mu + push * counts) / n, dZ)  # the target weights v_ij
     pull = float(np.sum(np.where(has, target_d, 0.0)))
-    J = (mu * pull + push * hinge) / n
+    J = (mu * pull + push * ordered_sum(hinge)) / n
     return J, dZ.astype(Z.dtype), int(counts.sum())
 
 
-def _impostors(G, sq_norms, Z, codes, start, target_d, counts, scale, dZ):
+def _impostors(G, sq_norms, Z, codes, start, target_d, counts, scale, dZ, hinge=None):
     """The hinge ``sum [1 + d_ij - d_il]_+`` over a block of anchors, summed per anchor then
     over the anchors in order, and its impostor part of dJ/dZ: the scan by fixed units of
     anchors on the package's threads (:func:`~metricfit.losses._lmnn_kernels.impostor_rows`),
@@ -167,6 +171,8 @@ def _impostors(G, sq_norms, Z, codes, start, target_d, counts, scale, dZ):
     dZ : ndarray of shape (n, k), float64, in/out
         Adds ``2 v (z_i - z_l)`` to row i and subtracts it from row l for every active
         ``(i, l)``, ``v = -scale * w_il``.
+    hinge : ndarray of shape (b,), float64, out, optional
+        Each anchor's sum of active margins (allocated where None).
 
     Returns
     -------
@@ -174,7 +180,8 @@ def _impostors(G, sq_norms, Z, codes, start, target_d, counts, scale, dZ):
         ``sum_{i, j, l active} (1 + d_ij - d_il)`` in float64.
     """
     b, n = G.shape
-    hinge, n_active = np.empty(b), np.empty(b, dtype=np.int64)
+    hinge = np.empty(b) if hinge is None else hinge
+    n_active = np.empty(b, dtype=np.int64)
     active = np.empty((b, n), dtype=np.int32 if n < 2 ** 31 else np.int64)
     run_rows(impostor_rows, b, n, G, sq_norms, codes, start, target_d, counts, hinge, active,
              n_active, driver=impostor_rows_parallel)
