@@ -18,8 +18,8 @@ the same points in the same order, so the same numbers. On digits-30 at ``L = I`
 active triples), the scan of its blocks of 512 rows took 1.36-1.38 ms instead of 2.49 on one
 thread of the 2-core machine. :func:`target_distances` and :func:`target_steps` do the target
 pairs' part (before: NumPy on an (n, K, k) array of differences, whose broadcast subtraction
-alone took 0.87 ms there). A fit on digits-30: 0.418 -> 0.336 s (float64), 0.357 -> 0.239 s
-(float32), 41 iterations either way (docs/results/timing.md).
+alone took 0.87 ms there). A fit on digits-30, one thread: 0.407 -> 0.348 s (float64), 0.348
+-> 0.239 s (float32), 41 iterations either way (docs/results/timing.md).
 """
 
 import numpy as np
@@ -61,8 +61,9 @@ def _impostor_weight(target_d, i, d_il, counts):  # pragma: no cover (compiled)
 @njit(cache=True, nogil=True)
 def _any_candidate(g, sq_i, sq_norms, codes, code, radius, lo, hi):  # pragma: no cover
     """The number of points l in lo..hi-1 of another class with ``|z_i|^2 + |z_l|^2 - 2 g_l <
-    radius`` (a superset of :func:`impostor_rows`' test ``max(., 0) < radius``), without
-    branches and on an unsigned index: a loop the compiler vectorises."""
+    radius`` (for finite entries a superset of :func:`impostor_rows`' test ``max(., 0) <
+    radius``: the radius is at least 1, or -inf), without branches and on an unsigned index:
+    a loop the compiler vectorises."""
     hits = 0
     for t in range(hi - lo):
         l = np.uint64(lo + t)  # noqa: E741 (the paper's index)
