@@ -73,6 +73,7 @@ LINEAR="tsml_float64 tsml_float32 csml_float64 csml_float32 ddml_float64 ddml_fl
 step scaling "${SCALING_LIMIT:-210}" env ${SETTING[$BEST]} NUMBA_CACHE_DIR="$CACHES/$BEST" \
     python3 benchmarks/scaling.py --threads $COUNTS --only $LINEAR convnet_step \
     convnet_inference descriptors nca_iteration plda_em lmnn_evaluation mlkr_evaluation \
+    lmnn_dense_evaluation \
     --repeats 5 --timeout 65 \
     --json "$OUT/scaling.json" --markdown "$OUT/scaling.md"
 cat "$OUT/scaling.md" >>"$LOG" 2>/dev/null

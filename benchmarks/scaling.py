@@ -24,7 +24,8 @@ Workloads (``--only NAME ...`` selects; ``--list`` prints them):
   ``bench_nca.py``); ``descriptors``: LBP, OCLBP, DenseSIFT, Gabor and HOG of 1,024 synthetic
   62x47 images (as ``bench_descriptors.py``, without LFW);
 * ``lmnn_evaluation``, ``mlkr_evaluation``: one cost-and-gradient call of LMNN and MLKR at
-  ``L = I`` on digits (PCA to 30-d), float64.
+  ``L = I`` on digits (PCA to 30-d), float64; ``lmnn_dense_evaluation``: LMNN at ``L = 0.2 I``,
+  where 139,885 triples are active (1,521 at ``L = I``) and its serial impostor steps weigh.
 
 Registry: ``WORKLOADS = {name: callable(repeats) -> {"ms": ..., "bound_ms": ..., "x_bound":
 ...}}``. The hooks import their script lazily and use, in this order: a module-level dict
@@ -264,9 +265,9 @@ def _nca_iteration(repeats, iters=4):
     return {"ms": 1e3 * float(np.median(times[1:]))}
 
 
-def _catalogue(loss, dtype="float64"):
-    """One cost-and-gradient evaluation of a metric-learn catalogue loss at ``L = I`` on digits
-    (standardised, PCA to 30-d): ``lmnn`` (3 target neighbours a point, blocks of
+def _catalogue(loss, dtype="float64", scale=1.0):
+    """One cost-and-gradient evaluation of a metric-learn catalogue loss at ``L = scale I`` on
+    digits (standardised, PCA to 30-d): ``lmnn`` (3 target neighbours a point, blocks of
     ``lmnn.default_block_rows``), ``mlkr`` (the digit as the regression target)."""
 
     def run(repeats):
@@ -279,7 +280,7 @@ def _catalogue(loss, dtype="float64"):
 
         X, y = load_digits(return_X_y=True)
         X = PCA(30, random_state=0).fit_transform(StandardScaler().fit_transform(X))
-        X, L = X.astype(dtype), np.eye(30, dtype=dtype)
+        X, L = X.astype(dtype), scale * np.eye(30, dtype=dtype)
         if loss == "lmnn":
             codes = y.astype(np.int64)
             targets = target_neighbors(X, codes, 3)
@@ -309,6 +310,7 @@ WORKLOADS.update({
     "descriptors": _hook("bench_descriptors", "descriptors", _no_entry, _descriptors),
 })
 WORKLOADS.update({f"{loss}_evaluation": _catalogue(loss) for loss in ("lmnn", "mlkr")})
+WORKLOADS["lmnn_dense_evaluation"] = _catalogue("lmnn", scale=0.2)
 
 
 # -- one thread count, in its own process ---------------------------------------------------
