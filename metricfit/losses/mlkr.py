@@ -173,7 +173,7 @@ class _RowSums:
         self.r, self.c, self.squares = np.zeros(n), np.zeros(n), np.empty(n)
 
     def cost(self):
-        return float(np.cumsum(self.squares)[-1]) if self.squares.size else 0.0
+        return _rows.ordered_sum(self.squares)
 
 
 def _weight_blocks(Z, y, block_rows, sums, right, product, scattered, transposed=None):
