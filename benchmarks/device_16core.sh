@@ -78,7 +78,8 @@ step scaling "${SCALING_LIMIT:-210}" env ${SETTING[$BEST]} NUMBA_CACHE_DIR="$CAC
     --json "$OUT/scaling.json" --markdown "$OUT/scaling.md"
 cat "$OUT/scaling.md" >>"$LOG" 2>/dev/null
 # C5's forward product in 64 blocks (on numba's driver from 12 threads) against the 8 NumPy
-# blocks it replaced (docs/results/timing.md, "C5's forward product in 64 fixed blocks")
+# blocks it replaced (docs/results/timing.md, "C5's forward product in 64 fixed blocks"); its
+# backward blocks on at most 4 threads (layers.GEMM_PER_THREAD) against every thread
 # shellcheck disable=SC2086
 step dense 20 env ${SETTING[$BEST]} NUMBA_CACHE_DIR="$CACHES/$BEST" python3 \
     benchmarks/dense_units.py --threads $COUNTS

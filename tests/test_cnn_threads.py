@@ -42,6 +42,49 @@ def test_map_spans_returns_the_results_in_span_order():
         assert len(parts) == min(7, 1 if n == 1 else max(GRAIN * n, MIN_SPANS))
 
 
+def test_map_spans_takes_at_most_max_threads():
+    """``max_threads`` caps the threads (and so the spans) of one call; 0 or less: one."""
+    import threading
+    import time
+
+    def who(a, b):
+        time.sleep(0.002)  # so that a second thread, were it allowed, would take a span
+        return threading.get_ident()
+
+    with num_threads(3):
+        for cap, want_spans in ((None, max(GRAIN * 3, MIN_SPANS)), (2, max(GRAIN * 2, MIN_SPANS)),
+                                (1, 1), (0, 1)):
+            idents = map_spans(who, np.ones(12), max_threads=cap)
+            assert len(idents) == want_spans
+            assert len(set(idents)) <= (3 if cap is None else max(cap, 1))
+        assert set(map_spans(who, np.ones(12), max_threads=1)) == {threading.get_ident()}
+
+
+def test_the_backward_products_take_a_thread_per_gemm_share(monkeypatch):
+    """C5's backward products on a batch of 128 (2 x 128 x 1125 x 250 multiply-adds): at most
+    4 threads (GEMM_PER_THREAD); without dX, 2. The numbers do not depend on the cap."""
+    from metricfit.cnn import layers
+
+    rng = np.random.default_rng(0)
+    X, W = rng.normal(size=(128, 1125)), rng.normal(size=(250, 1125))
+    dY = rng.normal(size=(128, 250))
+    asked, real = [], layers.map_spans
+
+    def spy(*args, max_threads=None, **kwargs):
+        asked.append(max_threads)
+        return real(*args, max_threads=max_threads, **kwargs)
+
+    with num_threads(1):
+        want = dense_backward(X, W, dY)
+    with num_threads(3):
+        monkeypatch.setattr(layers, "map_spans", spy)
+        got = dense_backward(X, W, dY)
+        dense_backward(X, W, dY, input_grad=False)
+    assert layers.GEMM_PER_THREAD == 2 ** 24 and asked == [4, 2]
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_paper_network_gives_the_same_numbers_on_any_thread_count(dtype):
     """56x46 images, 37 pairs (74 images: 5 blocks of CHUNK, the last partial): C5's GEMMs

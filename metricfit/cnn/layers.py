@@ -31,6 +31,11 @@ __all__ = ["Conv2D", "Subsample", "Dense", "Tanh", "lenet_table", "dense_forward
 
 
 GEMM_SPLIT = 2 ** 22  # multiply-adds from which a dense layer's GEMMs run in fixed units
+#: Multiply-adds of the backward products per pool thread: C5's (72 million on a batch of 128)
+#: get 4 threads. On a 16-core Xeon its blocks on the pool took 1.02 ms a step on 4 threads
+#: and 1.68 on 16, whose wake-ups and GIL turns cost more than their blocks (0.14 ms each on
+#: one thread); docs/results/timing.md, the evening of 2026-11-27.
+GEMM_PER_THREAD = 2 ** 24
 BLOCK_IN = 144  # input features (columns) per unit of the input gradient
 
 
@@ -67,7 +72,8 @@ def dense_backward(X, W, dY, input_grad=True, dW=None):
     """``(dX, dW, db)`` of :func:`dense_forward`; dX is None unless ``input_grad``; dW written
     into the (d_out, d_in) array ``dW`` when given. Large products (as in
     :func:`dense_forward`) run as fixed units: rows ``J`` of ``dW = dY[:, J]^T X`` by
-    ``BLOCK_OUT``, columns ``K`` of ``dX = dY W[:, K]`` by ``BLOCK_IN``."""
+    ``BLOCK_OUT``, columns ``K`` of ``dX = dY W[:, K]`` by ``BLOCK_IN``, on at most one
+    thread per ``GEMM_PER_THREAD`` multiply-adds."""
     n, d_in = X.shape
     d_out = W.shape[0]
     db = dY.sum(axis=0)  # (d_out,)
@@ -90,7 +96,7 @@ def dense_backward(X, W, dY, input_grad=True, dW=None):
 
     costs = [(r.stop - r.start) * (d_in if k == "W" else d_out) for k, r in units]
     with blas_single_threaded():
-        map_spans(run, costs)
+        map_spans(run, costs, max_threads=n * sum(costs) // GEMM_PER_THREAD)
     return dX, dW, db
 
 

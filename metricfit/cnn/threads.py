@@ -147,7 +147,7 @@ def drivers_run(n_units):
     return n_spans > 1 and kernel_threads(n_spans, threads, DRIVER_MIN_THREADS) > 0
 
 
-def map_spans(fn, costs, driver=None, args=()):
+def map_spans(fn, costs, driver=None, args=(), max_threads=None):
     """``fn(start, stop)`` on each of the :func:`spans` of ``costs`` (``GRAIN`` spans per
     thread, at least ``MIN_SPANS``; one span on one thread), run by :func:`get_num_threads`
     threads that take the next span as they come free (the calling thread among them);
@@ -159,8 +159,13 @@ def map_spans(fn, costs, driver=None, args=()):
     ``driver``: ``fn``'s numba ``parallel=True`` twin (:mod:`._drivers`), called as
     ``driver(*args, starts, stops)`` on the same spans from :data:`DRIVER_MIN_THREADS` threads,
     where :func:`metricfit.parallel.kernel_threads` allows (one launch from compiled code
-    instead of a GIL turn a span); the results are then None."""
+    instead of a GIL turn a span); the results are then None.
+
+    ``max_threads``: at most this many threads (a pass too small to repay waking more: the
+    spans, and so the numbers, are those of that count)."""
     threads = get_num_threads()
+    if max_threads is not None:
+        threads = max(1, min(threads, int(max_threads)))
     parts = spans(costs, _n_spans(threads))
     if len(parts) <= 1:
         return [fn(a, b) for a, b in parts]
